@@ -1,0 +1,141 @@
+/**
+ * The only reader of process.env. Parsed and validated once at start, then frozen; an invalid value stops
+ * the start with a message naming the variable.
+ */
+import { z } from 'zod';
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
+const origin = z
+  .string()
+  .url()
+  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL')
+  .refine((u) => {
+    const p = new URL(u);
+    return (p.pathname === '/' || p.pathname === '') && !p.search && !p.hash && !p.username;
+  }, 'must be an origin (scheme://host[:port]) with no path, query or credentials')
+  .transform((u) => new URL(u).origin);
+
+/** Variable name → schema. Defaults fit long LLM streams: minutes, not seconds. */
+const schema = z.object({
+  KEYRELAY_HOST: z.string().min(1).default('127.0.0.1'),
+  KEYRELAY_PORT: int(0, 65535).default(8080),
+  KEYRELAY_PUBLIC_URL: z.string().url().optional(),
+  KEYRELAY_OPENAI_UPSTREAM: origin.default('https://api.openai.com'),
+  KEYRELAY_ANTHROPIC_UPSTREAM: origin.default('https://api.anthropic.com'),
+  KEYRELAY_DATA_DIR: z.string().min(1).default('./data'),
+  KEYRELAY_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  KEYRELAY_REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .optional(),
+  KEYRELAY_SIGNUP: z.enum(['open', 'invite', 'closed']).default('open'),
+  KEYRELAY_BODY_LOG_BYTES: int(0).default(65536),
+  KEYRELAY_MAX_BODY_BYTES: int(1).default(33554432),
+  KEYRELAY_CONNECT_TIMEOUT_MS: int(1).default(10_000),
+  /** Until upstream response headers: non-streaming reasoning calls can think for minutes. */
+  KEYRELAY_HEADERS_TIMEOUT_MS: int(1).default(600_000),
+  /** Longest silence between two body chunks of an upstream response. */
+  KEYRELAY_IDLE_TIMEOUT_MS: int(1).default(300_000),
+  KEYRELAY_KEY_CACHE_TTL_MS: int(0).default(30_000),
+  KEYRELAY_OPENAI_STREAM_USAGE: bool.default(true),
+  KEYRELAY_RETENTION_DAYS: int(0).default(30),
+  KEYRELAY_BODY_RETENTION_DAYS: int(0).optional(),
+  KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
+  KEYRELAY_LOG_FLUSH_MS: int(1).default(250),
+  KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
+  KEYRELAY_DRAIN_TIMEOUT_MS: int(0).default(30_000),
+  KEYRELAY_TRUST_PROXY: bool.default(false),
+  KEYRELAY_SESSION_IDLE_HOURS: int(1).default(24),
+  KEYRELAY_SESSION_MAX_DAYS: int(1).default(14),
+  KEYRELAY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.input<typeof schema>;
+
+export interface Config {
+  host: string;
+  port: number;
+  publicUrl: string;
+  upstreams: { openai: string; anthropic: string };
+  dataDir: string;
+  databaseUrl: string | null;
+  redisUrl: string | null;
+  signup: 'open' | 'invite' | 'closed';
+  bodyLogBytes: number;
+  maxBodyBytes: number;
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  idleTimeoutMs: number;
+  keyCacheTtlMs: number;
+  openaiStreamUsage: boolean;
+  retentionDays: number;
+  bodyRetentionDays: number;
+  logBatchSize: number;
+  logFlushMs: number;
+  logQueueMax: number;
+  drainTimeoutMs: number;
+  trustProxy: boolean;
+  sessionIdleMs: number;
+  sessionMaxMs: number;
+  logLevel: string;
+  /** Cookies get `Secure` when the console is served over HTTPS. */
+  secureCookies: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses a variable map (process.env by default, overrides win); throws ConfigError naming the variable. */
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: Record<string, string | undefined> = {},
+): Readonly<Config> {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const v = overrides[key] ?? env[key];
+    if (v !== undefined && v !== '') raw[key] = v;
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const msgs = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${msgs.join('; ')}`);
+  }
+  const e = parsed.data;
+  const shownHost = e.KEYRELAY_HOST.includes(':') ? `[${e.KEYRELAY_HOST}]` : e.KEYRELAY_HOST;
+  const publicUrl = (e.KEYRELAY_PUBLIC_URL ?? `http://${shownHost}:${e.KEYRELAY_PORT}`).replace(/\/+$/, '');
+  return Object.freeze({
+    host: e.KEYRELAY_HOST,
+    port: e.KEYRELAY_PORT,
+    publicUrl,
+    upstreams: Object.freeze({ openai: e.KEYRELAY_OPENAI_UPSTREAM, anthropic: e.KEYRELAY_ANTHROPIC_UPSTREAM }),
+    dataDir: e.KEYRELAY_DATA_DIR,
+    databaseUrl: e.KEYRELAY_DATABASE_URL ?? null,
+    redisUrl: e.KEYRELAY_REDIS_URL ?? null,
+    signup: e.KEYRELAY_SIGNUP,
+    bodyLogBytes: e.KEYRELAY_BODY_LOG_BYTES,
+    maxBodyBytes: e.KEYRELAY_MAX_BODY_BYTES,
+    connectTimeoutMs: e.KEYRELAY_CONNECT_TIMEOUT_MS,
+    headersTimeoutMs: e.KEYRELAY_HEADERS_TIMEOUT_MS,
+    idleTimeoutMs: e.KEYRELAY_IDLE_TIMEOUT_MS,
+    keyCacheTtlMs: e.KEYRELAY_KEY_CACHE_TTL_MS,
+    openaiStreamUsage: e.KEYRELAY_OPENAI_STREAM_USAGE,
+    retentionDays: e.KEYRELAY_RETENTION_DAYS,
+    bodyRetentionDays: e.KEYRELAY_BODY_RETENTION_DAYS ?? e.KEYRELAY_RETENTION_DAYS,
+    logBatchSize: e.KEYRELAY_LOG_BATCH_SIZE,
+    logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
+    logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,
+    drainTimeoutMs: e.KEYRELAY_DRAIN_TIMEOUT_MS,
+    trustProxy: e.KEYRELAY_TRUST_PROXY,
+    sessionIdleMs: e.KEYRELAY_SESSION_IDLE_HOURS * 3_600_000,
+    sessionMaxMs: e.KEYRELAY_SESSION_MAX_DAYS * 86_400_000,
+    logLevel: e.KEYRELAY_LOG_LEVEL,
+    secureCookies: publicUrl.startsWith('https:'),
+  });
+}

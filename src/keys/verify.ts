@@ -1,0 +1,85 @@
+/**
+ * Key verification for the proxy's hot path. Format and checksum first (no lookup for garbage), then an
+ * in-memory cache keyed by SHA-256 so the steady state does no database read. Entries live for the TTL;
+ * key events (local or via Redis) evict them at once. Negative answers are cached briefly so a flood of
+ * well-formed unknown keys does not become a flood of queries.
+ */
+import { ProxyError } from '../errors.js';
+import type { ConfigStore, KeyRecord } from '../store/types.js';
+import type { KeyEvent, KeyEventBus } from './events.js';
+import { hashKey, isWellFormedKey } from './format.js';
+
+interface Entry {
+  key: KeyRecord | null;
+  fetchedAt: number;
+}
+
+const NEGATIVE_TTL_MS = 5_000;
+const MAX_ENTRIES = 100_000;
+
+export class KeyVerifier {
+  private cache = new Map<string, Entry>();
+  private inflight = new Map<string, Promise<KeyRecord | null>>();
+
+  constructor(
+    private store: Pick<ConfigStore, 'getKeyByHash'>,
+    private ttlMs: number,
+    bus?: KeyEventBus,
+    private now: () => number = Date.now,
+  ) {
+    bus?.subscribe((e) => this.onEvent(e));
+  }
+
+  /** Resolves to the active key record, or throws a ProxyError (missing/invalid/revoked/expired). */
+  async verify(presented: string | undefined): Promise<KeyRecord> {
+    if (presented === undefined || presented === '') throw new ProxyError('proxy_key_missing');
+    if (!isWellFormedKey(presented)) throw new ProxyError('proxy_key_invalid');
+    const hash = hashKey(presented);
+    const now = this.now();
+    const hit = this.cache.get(hash);
+    let key: KeyRecord | null;
+    if (hit && now - hit.fetchedAt < (hit.key ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS))) {
+      key = hit.key;
+    } else {
+      key = await this.load(hash);
+    }
+    if (!key) throw new ProxyError('proxy_key_invalid');
+    if (key.revoked_at) throw new ProxyError('proxy_key_revoked');
+    if (key.expires_at && Date.parse(key.expires_at) <= now) throw new ProxyError('proxy_key_expired');
+    return key;
+  }
+
+  private load(hash: string): Promise<KeyRecord | null> {
+    const pending = this.inflight.get(hash);
+    if (pending) return pending;
+    const p = this.store
+      .getKeyByHash(hash)
+      .then((key) => {
+        if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
+        this.cache.set(hash, { key, fetchedAt: this.now() });
+        return key;
+      })
+      .catch((err: unknown) => {
+        throw new ProxyError('proxy_unavailable', 'Key store unreachable.', 5, { cause: err });
+      })
+      .finally(() => this.inflight.delete(hash));
+    this.inflight.set(hash, p);
+    return p;
+  }
+
+  onEvent(e: KeyEvent): void {
+    if (e.type === 'flush_all') {
+      this.cache.clear();
+      return;
+    }
+    if (e.hash) {
+      this.cache.delete(e.hash);
+      return;
+    }
+    for (const [hash, entry] of this.cache) if (entry.key?.id === e.key_id) this.cache.delete(hash);
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+}

@@ -1,0 +1,43 @@
+/** One row of the request log (SPEC §5). Field names are the contract the CLI and console API expose. */
+export type Provider = 'openai' | 'anthropic';
+export type Outcome = 'ok' | 'upstream_error' | 'client_aborted' | 'timeout' | 'refused';
+export type UsageSource = 'provider' | 'estimated' | 'partial' | 'none';
+
+export interface RequestLogRow {
+  id: string; // = x-keyrelay-request-id (ULID-like, time-sortable)
+  created_at: string; // ISO-8601 UTC, when the request arrived
+  key_id: string;
+  account_id: string;
+  provider: Provider;
+  method: string;
+  path: string; // upstream path + query, as forwarded (e.g. /v1/chat/completions)
+  model: string | null;
+  stream: boolean;
+  status: number; // status the caller received (0 if none was sent, e.g. aborted before headers)
+  outcome: Outcome;
+  error_code: string | null; // keyrelay error code when keyrelay refused/failed
+  latency_ms: number; // arrival → last byte sent (or abort)
+  ttfb_ms: number | null; // arrival → first upstream body byte
+  input_tokens: number | null; // all prompt tokens, cache reads + writes included
+  cache_read_tokens: number | null;
+  cache_write_tokens: number | null;
+  output_tokens: number | null;
+  reasoning_tokens: number | null;
+  usage_source: UsageSource;
+  cost_usd: number | null;
+  price_source: string | null; // e.g. "genai-prices@0.1.8"
+  end_user: string | null;
+  session: string | null;
+  properties: Record<string, string>;
+  request_bytes: number;
+  response_bytes: number;
+  request_headers: Record<string, string>; // redacted: credentials never appear
+  response_headers: Record<string, string>;
+  request_body: string | null; // up to KEYRELAY_BODY_LOG_BYTES, null when not kept
+  response_body: string | null; // decoded (decompressed) text, truncated likewise
+  request_body_truncated: boolean;
+  response_body_truncated: boolean;
+  client_ip: string | null;
+  user_agent: string | null;
+  credential_fingerprint: string | null; // HMAC of the provider credential, never the credential
+}

@@ -1,0 +1,146 @@
+/**
+ * Storage interfaces. Two stores, as in bifrost: a small config store (accounts, keys, sessions) and a
+ * high-volume log store. Each has a SQLite and a PostgreSQL implementation; only src/store/factory.ts
+ * imports a concrete one. test/store-contract.test.ts runs every method on both.
+ */
+import type { Outcome, Provider, RequestLogRow } from '../log/record.js';
+
+export interface Account {
+  id: string;
+  email: string; // lower-cased
+  created_at: string;
+}
+
+export interface AccountWithSecret extends Account {
+  password_hash: string;
+  password_changed_at: string;
+}
+
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+export interface KeyRecord {
+  id: string;
+  name: string;
+  account_id: string;
+  hint: string; // kr_ab12…wxyz
+  created_at: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A key as the API shows it: status is derived from revoked_at / expires_at at read time. */
+export interface KeyView extends KeyRecord {
+  status: KeyStatus;
+}
+
+export interface SessionRecord {
+  id_hash: string; // SHA-256 of the session token; the token itself lives only in the cookie
+  account_id: string;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string; // absolute expiry
+}
+
+export interface ConfigStore {
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+
+  createAccount(a: { id: string; email: string; password_hash: string }): Promise<Account>;
+  getAccountByEmail(email: string): Promise<AccountWithSecret | null>;
+  getAccountById(id: string): Promise<AccountWithSecret | null>;
+  setPassword(accountId: string, passwordHash: string): Promise<void>;
+
+  /** Inserts a key. `hash` is the SHA-256 hex of the full key; the key itself is never stored. */
+  createKey(k: {
+    id: string;
+    account_id: string;
+    name: string;
+    hash: string;
+    hint: string;
+    expires_at?: string | null;
+  }): Promise<KeyRecord>;
+  /** Looks a key up by its SHA-256 hex (the proxy's only read, cached in front). */
+  getKeyByHash(hash: string): Promise<KeyRecord | null>;
+  getKey(id: string): Promise<KeyRecord | null>;
+  listKeys(accountId: string): Promise<KeyRecord[]>;
+  renameKey(id: string, name: string): Promise<void>;
+  /** Sets revoked_at if not already set; returns the key afterwards (null if unknown). */
+  revokeKey(id: string, at: string): Promise<KeyRecord | null>;
+  /** Sets expires_at (used by roll: the old key expires after the grace period). */
+  setKeyExpiry(id: string, expiresAt: string | null): Promise<void>;
+  /** Coalesced write: for each key id, last_used_at = max(existing, given). */
+  touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void>;
+
+  /**
+   * Server secrets shared by every instance (e.g. the credential-fingerprint HMAC key): inserts `candidate`
+   * under `name` unless one exists, and returns the stored value either way.
+   */
+  ensureSecret(name: string, candidate: string): Promise<string>;
+
+  createSession(s: SessionRecord): Promise<void>;
+  getSession(idHash: string): Promise<SessionRecord | null>;
+  touchSession(idHash: string, at: string): Promise<void>;
+  deleteSession(idHash: string): Promise<void>;
+  deleteSessionsForAccount(accountId: string): Promise<void>;
+}
+
+export interface RequestFilter {
+  account_id: string; // always scoped: an account only ever sees its own rows
+  key_id?: string;
+  provider?: Provider;
+  model?: string;
+  status?: number;
+  outcome?: Outcome;
+  from?: string; // ISO, inclusive
+  to?: string; // ISO, exclusive
+  property?: { name: string; value: string };
+  end_user?: string;
+  session?: string;
+}
+
+/** Summary row for lists: everything but headers and bodies. */
+export type RequestSummary = Omit<
+  RequestLogRow,
+  'request_headers' | 'response_headers' | 'request_body' | 'response_body'
+>;
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null; // opaque; pass back as `cursor` for the next (older) page
+}
+
+export interface UsagePoint {
+  bucket: string; // ISO start of the bucket
+  requests: number;
+  errors: number; // status >= 400 or outcome != ok
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cost_usd: number; // sum of known costs
+  unknown_cost_requests: number; // rows whose cost is null (shown as unknown, never as 0)
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+}
+
+export interface UsageBreakdownRow extends Omit<UsagePoint, 'bucket'> {
+  group: string; // model, key_id or provider
+}
+
+export interface LogStore {
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Idempotent on id: a row already present is left as is. Whole batch in one transaction. */
+  insertBatch(rows: readonly RequestLogRow[]): Promise<void>;
+  listRequests(f: RequestFilter, opts: { limit: number; cursor?: string | null }): Promise<Page<RequestSummary>>;
+  /** One row in full, only if it belongs to accountId. */
+  getRequest(accountId: string, id: string): Promise<RequestLogRow | null>;
+  /** Newest first across all accounts (CLI `requests list` without --email). */
+  listRecent(opts: { limit: number; account_id?: string }): Promise<RequestSummary[]>;
+  usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]>;
+  usageBreakdown(f: RequestFilter, by: 'model' | 'key_id' | 'provider'): Promise<UsageBreakdownRow[]>;
+  /** Deletes rows created before `before`; drops bodies of rows created before `bodiesBefore`. */
+  prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }>;
+  count(): Promise<number>;
+}

@@ -1,0 +1,36 @@
+/** What the proxy hands the usage layer, and what it gets back. Implemented in src/usage/. */
+import type { Provider, UsageSource } from '../log/record.js';
+
+export interface Usage {
+  input_tokens: number | null; // all prompt tokens, cache reads and writes included
+  cache_read_tokens: number | null;
+  cache_write_tokens: number | null;
+  output_tokens: number | null;
+  reasoning_tokens: number | null;
+  source: UsageSource;
+  /** Model as the provider reported it in the response (more precise than the request's alias). */
+  model: string | null;
+}
+
+/** What the proxy learned from the request body (parsed once). */
+export interface RequestInfo {
+  provider: Provider;
+  path: string; // upstream path without query, e.g. /v1/chat/completions
+  model: string | null;
+  stream: boolean;
+  end_user: string | null; // OpenAI `user` / Anthropic `metadata.user_id`
+  /** Parsed JSON body when it was JSON (null otherwise); used for estimates. */
+  json: unknown;
+}
+
+/**
+ * Observes the response body as it passes (never changes it). `write` is called with each raw chunk as
+ * received from upstream (possibly compressed per `content-encoding`), `finish` once at the end or abort.
+ */
+export interface ResponseTap {
+  write(chunk: Buffer): void;
+  /** complete=false when the stream was cut short (client abort, upstream drop, timeout). */
+  finish(complete: boolean): Usage;
+  /** Decoded response text kept for the log (up to the body-log limit), and whether it was truncated. */
+  body(): { text: string | null; truncated: boolean };
+}
