@@ -44,6 +44,8 @@ const schema = z.object({
   KEYRELAY_IDLE_TIMEOUT_MS: int(1).default(300_000),
   KEYRELAY_KEY_CACHE_TTL_MS: int(0).default(30_000),
   KEYRELAY_OPENAI_STREAM_USAGE: bool.default(true),
+  /** false turns the request log off entirely (benchmarks; privacy-sensitive deployments). */
+  KEYRELAY_REQUEST_LOG: bool.default(true),
   KEYRELAY_RETENTION_DAYS: int(0).default(30),
   KEYRELAY_BODY_RETENTION_DAYS: int(0).optional(),
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
@@ -74,6 +76,7 @@ export interface Config {
   idleTimeoutMs: number;
   keyCacheTtlMs: number;
   openaiStreamUsage: boolean;
+  requestLog: boolean;
   retentionDays: number;
   bodyRetentionDays: number;
   logBatchSize: number;
@@ -126,6 +129,7 @@ export function loadConfig(
     idleTimeoutMs: e.KEYRELAY_IDLE_TIMEOUT_MS,
     keyCacheTtlMs: e.KEYRELAY_KEY_CACHE_TTL_MS,
     openaiStreamUsage: e.KEYRELAY_OPENAI_STREAM_USAGE,
+    requestLog: e.KEYRELAY_REQUEST_LOG,
     retentionDays: e.KEYRELAY_RETENTION_DAYS,
     bodyRetentionDays: e.KEYRELAY_BODY_RETENTION_DAYS ?? e.KEYRELAY_RETENTION_DAYS,
     logBatchSize: e.KEYRELAY_LOG_BATCH_SIZE,

@@ -30,10 +30,13 @@ export class KeyVerifier {
     bus?.subscribe((e) => this.onEvent(e));
   }
 
-  /** Resolves to the active key record, or throws a ProxyError (missing/invalid/revoked/expired). */
-  async verify(presented: string | undefined): Promise<KeyRecord> {
-    if (presented === undefined || presented === '') throw new ProxyError('proxy_key_missing');
-    if (!isWellFormedKey(presented)) throw new ProxyError('proxy_key_invalid');
+  /**
+   * The key record (when the key is known) and, unless it is usable, the refusal. A known but revoked or
+   * expired key still comes back so the refused request can be logged against it.
+   */
+  async check(presented: string | undefined): Promise<{ key: KeyRecord | null; error: ProxyError | null }> {
+    if (presented === undefined || presented === '') return { key: null, error: new ProxyError('proxy_key_missing') };
+    if (!isWellFormedKey(presented)) return { key: null, error: new ProxyError('proxy_key_invalid') };
     const hash = hashKey(presented);
     const now = this.now();
     const hit = this.cache.get(hash);
@@ -41,12 +44,16 @@ export class KeyVerifier {
     if (hit && now - hit.fetchedAt < (hit.key ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS))) {
       key = hit.key;
     } else {
-      key = await this.load(hash);
+      try {
+        key = await this.load(hash);
+      } catch (err) {
+        return { key: null, error: err instanceof ProxyError ? err : new ProxyError('proxy_unavailable') };
+      }
     }
-    if (!key) throw new ProxyError('proxy_key_invalid');
-    if (key.revoked_at) throw new ProxyError('proxy_key_revoked');
-    if (key.expires_at && Date.parse(key.expires_at) <= now) throw new ProxyError('proxy_key_expired');
-    return key;
+    if (!key) return { key: null, error: new ProxyError('proxy_key_invalid') };
+    if (key.revoked_at) return { key, error: new ProxyError('proxy_key_revoked') };
+    if (key.expires_at && Date.parse(key.expires_at) <= now) return { key, error: new ProxyError('proxy_key_expired') };
+    return { key, error: null };
   }
 
   private load(hash: string): Promise<KeyRecord | null> {

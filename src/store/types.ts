@@ -127,13 +127,26 @@ export interface UsageBreakdownRow extends Omit<UsagePoint, 'bucket'> {
   group: string; // model, key_id or provider
 }
 
+/** What insertBatch did: rows newly stored, and rows refused as malformed (skipped; the rest still stored). */
+export interface InsertResult {
+  inserted: number;
+  rejected: number;
+}
+
 export interface LogStore {
   migrate(): Promise<void>;
   close(): Promise<void>;
 
-  /** Idempotent on id: a row already present is left as is. Whole batch in one transaction. */
-  insertBatch(rows: readonly RequestLogRow[]): Promise<void>;
-  listRequests(f: RequestFilter, opts: { limit: number; cursor?: string | null }): Promise<Page<RequestSummary>>;
+  /**
+   * Idempotent on id: a row already present is left as is (counted in neither field). Whole batch in one
+   * transaction; a malformed row is skipped and counted as rejected instead of failing the batch. Rejects
+   * (throws) only when the database itself fails, so the caller can retry the batch.
+   */
+  insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult>;
+  listRequests(
+    f: RequestFilter,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<RequestSummary>>;
   /** One row in full, only if it belongs to accountId. */
   getRequest(accountId: string, id: string): Promise<RequestLogRow | null>;
   /** Newest first across all accounts (CLI `requests list` without --email). */

@@ -1,0 +1,100 @@
+/** Building, seeding and starting keyrelay from the built code, as an operator would run it. */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import { freePort, startProcess, type Child } from './processes.js';
+
+const run = promisify(execFile);
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const MAIN = join(ROOT, 'dist/src/cli/main.js');
+
+export function hasKeyrelaySource(): boolean {
+  return existsSync(join(ROOT, 'src/cli/main.ts'));
+}
+
+export async function buildServer(): Promise<void> {
+  await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: ROOT,
+    maxBuffer: 16 << 20,
+  });
+}
+
+/** The environment keyrelay sees: ours without any KEYRELAY_* (a stray DATABASE_URL would switch stores). */
+function cleanEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('KEYRELAY_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+export async function createBenchKey(dataDir: string): Promise<string> {
+  const { stdout } = await run(
+    process.execPath,
+    [MAIN, 'users', 'create', '--email', 'bench@example.com', '--password', 'bench-password-9f3k2x', '--json'],
+    { cwd: ROOT, env: cleanEnv({ KEYRELAY_DATA_DIR: dataDir, KEYRELAY_LOG_LEVEL: 'warn' }) },
+  );
+  const parsed = JSON.parse(stdout) as { key?: { key?: string } };
+  const key = parsed.key?.key;
+  if (!key) throw new Error(`users create printed no key: ${stdout.slice(0, 300)}`);
+  return key;
+}
+
+export interface KeyrelayStart {
+  dataDir: string;
+  upstream: string;
+  requestLog: boolean;
+  profileDir?: string;
+  pin?: string;
+}
+
+export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
+  const port = await freePort();
+  const env = cleanEnv({
+    KEYRELAY_HOST: '127.0.0.1',
+    KEYRELAY_PORT: String(port),
+    KEYRELAY_DATA_DIR: o.dataDir,
+    KEYRELAY_OPENAI_UPSTREAM: o.upstream,
+    KEYRELAY_ANTHROPIC_UPSTREAM: o.upstream,
+    KEYRELAY_LOG_LEVEL: 'warn',
+    ...(o.requestLog ? {} : { KEYRELAY_REQUEST_LOG: 'false' }),
+  });
+  const nodeArgs = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
+  return startProcess(
+    process.execPath,
+    [...nodeArgs, MAIN, 'serve'],
+    env,
+    port,
+    `http://127.0.0.1:${port}/readyz`,
+    o.pin,
+  );
+}
+
+/**
+ * Rows in keyrelay's embedded request log, read after it stopped (so the write-behind queue is flushed).
+ * The table name is found rather than assumed; null when no SQLite file or table is there.
+ */
+export function countLogRows(dataDir: string): number | null {
+  try {
+    const files = readdirSync(dataDir).filter((f) => /\.(db|sqlite3?)$/.test(f));
+    let best: number | null = null;
+    for (const f of files) {
+      const db = new Database(join(dataDir, f), { readonly: true, fileMustExist: true });
+      try {
+        const tables = db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%request%'")
+          .all() as { name: string }[];
+        for (const { name } of tables) {
+          const row = db.prepare(`SELECT count(*) AS n FROM "${name.replace(/"/g, '""')}"`).get() as { n: number };
+          best = Math.max(best ?? 0, row.n);
+        }
+      } finally {
+        db.close();
+      }
+    }
+    return best;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,73 @@
+/** Command-line options of `npm run bench`; `--quick` is a ~1 minute smoke run of the same steps. */
+export interface Options {
+  quick: boolean;
+  reps: number;
+  warmupMs: number;
+  openMs: number;
+  rates: number[];
+  saturationMs: number;
+  saturationConcurrency: number;
+  streamMs: number;
+  streamConcurrency: number[];
+  streamChunks: number;
+  streamChunkMs: number;
+  slowStreams: number;
+  slowChunks: number;
+  slowChunkMs: number;
+  settleMs: number;
+  build: boolean;
+  keyrelay: boolean;
+  profile: boolean;
+  pin: boolean;
+  out: string | null;
+}
+
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-keyrelay] [--profile] [--pin] [--out FILE]
+  --quick        one repetition of short runs (~1 min)
+  --reps N       repetitions per measurement (median reported; default 3)
+  --no-build     skip \`tsc -p tsconfig.build.json\` (use the existing dist/)
+  --no-keyrelay  harness only: direct and bare node proxy columns
+  --profile      run keyrelay (logging on) under node --cpu-prof and print its top functions
+  --pin          pin proxies to CPU 1, driver and fake upstream to CPU 0 (taskset)
+  --out FILE     JSON output path (default bench/results/<timestamp>.json)`;
+
+export function parseOptions(argv: string[]): Options {
+  const quick = argv.includes('--quick');
+  const o: Options = {
+    quick,
+    reps: quick ? 1 : 3,
+    warmupMs: quick ? 700 : 2000,
+    openMs: quick ? 1500 : 3000,
+    rates: [500, 2000],
+    saturationMs: quick ? 2000 : 4000,
+    saturationConcurrency: 64,
+    streamMs: quick ? 1200 : 2500,
+    streamConcurrency: [1, 64],
+    streamChunks: 50,
+    streamChunkMs: 2,
+    slowStreams: 1000,
+    slowChunks: quick ? 8 : 12,
+    slowChunkMs: 500,
+    settleMs: quick ? 2000 : 4000,
+    build: true,
+    keyrelay: true,
+    profile: false,
+    pin: false,
+    out: null,
+  };
+  for (let i = 0; i < argv.length; i += 1) {
+    const a = argv[i];
+    if (a === '--quick') continue;
+    else if (a === '--reps') o.reps = Math.max(1, Number(argv[++i]) || 1);
+    else if (a === '--no-build') o.build = false;
+    else if (a === '--no-keyrelay') o.keyrelay = false;
+    else if (a === '--profile') o.profile = true;
+    else if (a === '--pin') o.pin = true;
+    else if (a === '--out') o.out = argv[++i] ?? null;
+    else {
+      console.log(HELP);
+      process.exit(a === '--help' || a === '-h' ? 0 : 2);
+    }
+  }
+  return o;
+}

@@ -1,0 +1,166 @@
+/** Child processes of the bench, and what /proc and /metrics say about them. */
+import { spawn, fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import type { DriverMessage, Job, JobResult } from './protocol.js';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const TSX = ['--import', 'tsx'];
+const CLK_TCK = 100; // getconf CLK_TCK on Linux x86-64
+
+export interface Child {
+  proc: ChildProcess;
+  pid: number;
+  port: number;
+  stop(): Promise<void>;
+}
+
+function stopper(proc: ChildProcess): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      const t = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+      proc.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      proc.kill('SIGTERM');
+    });
+}
+
+/** Starts a bench TS server that prints `{"port":N}` on its first stdout line. */
+export function startBenchServer(file: string, args: string[] = [], pin?: string): Promise<Child> {
+  const argv = [...TSX, HERE + file, ...args];
+  const proc = pin ? spawn('taskset', ['-c', pin, process.execPath, ...argv]) : spawn(process.execPath, argv);
+  proc.stderr?.pipe(process.stderr);
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    proc.once('exit', (code) => reject(new Error(`${file} exited early (${code})`)));
+    proc.stdout?.on('data', (c: Buffer) => {
+      buf += c.toString();
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      const { port } = JSON.parse(buf.slice(0, nl)) as { port: number };
+      proc.removeAllListeners('exit');
+      proc.stdout?.resume();
+      resolve({ proc, pid: proc.pid!, port, stop: stopper(proc) });
+    });
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      const port = addr && typeof addr === 'object' ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a long-running process and waits until `readyUrl` answers 200. */
+export async function startProcess(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  port: number,
+  readyUrl: string,
+  pin?: string,
+): Promise<Child> {
+  const proc = pin
+    ? spawn('taskset', ['-c', pin, cmd, ...args], { env: { ...process.env, ...env } })
+    : spawn(cmd, args, { env: { ...process.env, ...env } });
+  let stderr = '';
+  proc.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  proc.stdout?.resume();
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`${args.join(' ')} exited (${proc.exitCode}): ${stderr}`);
+    try {
+      const res = await request(readyUrl);
+      await res.body.dump();
+      if (res.statusCode === 200) return { proc, pid: proc.pid!, port, stop: stopper(proc) };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`${readyUrl} not ready after 30 s: ${stderr}`);
+}
+
+/** User + system CPU time of a process, in milliseconds. */
+export function readCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+export function readRssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** Samples a process's RSS every `everyMs` until stopped; returns the peak. */
+export function sampleRss(pid: number, everyMs = 100): () => number {
+  let peak = readRssMb(pid);
+  const t = setInterval(() => (peak = Math.max(peak, readRssMb(pid))), everyMs);
+  return () => {
+    clearInterval(t);
+    return Math.max(peak, readRssMb(pid));
+  };
+}
+
+/** prom-client's `nodejs_eventloop_lag_p99_seconds` in ms; null when /metrics or the metric is missing. */
+export async function readLoopDelayP99Ms(origin: string): Promise<number | null> {
+  try {
+    const res = await request(`${origin}/metrics`);
+    const text = await res.body.text();
+    if (res.statusCode !== 200) return null;
+    const m = /^\w*nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})?\s+(\S+)/m.exec(text);
+    return m ? Number(m[1]) * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface Driver {
+  pid: number;
+  run<R extends JobResult>(job: Job, onEvent?: (e: string) => void): Promise<R>;
+  stop(): void;
+}
+
+export function startDriver(pin?: string): Driver {
+  const proc = fork(HERE + 'driver.ts', [], { execArgv: TSX, serialization: 'advanced' });
+  if (pin) spawn('taskset', ['-p', '-c', pin, String(proc.pid)]).on('error', () => undefined);
+  let nextId = 1;
+  const waiting = new Map<number, { resolve: (r: JobResult) => void; reject: (e: Error) => void; onEvent?: (e: string) => void }>();
+  proc.on('message', (msg: DriverMessage) => {
+    const w = waiting.get(msg.id);
+    if (!w) return;
+    if ('event' in msg) return w.onEvent?.(msg.event);
+    waiting.delete(msg.id);
+    if ('error' in msg) w.reject(new Error(msg.error));
+    else w.resolve(msg.result);
+  });
+  proc.on('exit', (code) => {
+    for (const w of waiting.values()) w.reject(new Error(`driver exited (${code})`));
+    waiting.clear();
+  });
+  return {
+    pid: proc.pid!,
+    run<R extends JobResult>(job: Job, onEvent?: (e: string) => void): Promise<R> {
+      const id = nextId++;
+      return new Promise<R>((resolve, reject) => {
+        waiting.set(id, { resolve: resolve as (r: JobResult) => void, reject, onEvent });
+        proc.send({ id, job });
+      });
+    },
+    stop: () => proc.disconnect(),
+  };
+}

@@ -1,0 +1,145 @@
+/** Medians over repetitions, the budget checks of the issue, and the printed table. */
+import type { SubjectId } from './scenarios.js';
+import { median, round } from './stats.js';
+
+export type Row = Record<string, number | null>;
+export type Raw = Record<string, Partial<Record<SubjectId, Row[]>>>;
+export type Results = Record<string, Partial<Record<SubjectId, Row>>>;
+
+export interface Check {
+  name: string;
+  value: number | null;
+  limit: string;
+  pass: boolean | null;
+}
+
+const COLUMNS: SubjectId[] = ['direct', 'bare', 'keyrelay', 'keyrelay_nolog'];
+const HEAD: Record<SubjectId, string> = {
+  direct: 'direct',
+  bare: 'bare node',
+  keyrelay: 'keyrelay',
+  keyrelay_nolog: 'kr no-log',
+};
+
+export function aggregate(raw: Raw): Results {
+  const out: Results = {};
+  for (const [scenario, bySubject] of Object.entries(raw)) {
+    out[scenario] = {};
+    for (const [id, reps] of Object.entries(bySubject) as [SubjectId, Row[]][]) {
+      const row: Row = {};
+      for (const field of Object.keys(reps[0] ?? {})) {
+        const vals = reps.map((r) => r[field]).filter((v): v is number => typeof v === 'number');
+        row[field] = vals.length ? round(median(vals)) : null;
+      }
+      out[scenario][id] = row;
+    }
+  }
+  return out;
+}
+
+const get = (r: Results, scenario: string, id: SubjectId, field: string): number | null =>
+  r[scenario]?.[id]?.[field] ?? null;
+
+function added(r: Results, scenario: string, field: string): number | null {
+  const kr = get(r, scenario, 'keyrelay', field);
+  const direct = get(r, scenario, 'direct', field);
+  return kr === null || direct === null ? null : round(kr - direct);
+}
+
+function check(name: string, value: number | null, op: '<=' | '>=', limit: number, unit: string): Check {
+  const pass = value === null ? null : op === '<=' ? value <= limit : value >= limit;
+  return { name, value, limit: `${op} ${limit} ${unit}`.trim(), pass };
+}
+
+export function evaluate(r: Results): Check[] {
+  const checks: Check[] = [
+    check('added latency @500 rps p50', added(r, 'open_500', 'p50'), '<=', 0.5, 'ms'),
+    check('added latency @500 rps p99', added(r, 'open_500', 'p99'), '<=', 2, 'ms'),
+    check('added latency @2000 rps p99', added(r, 'open_2000', 'p99'), '<=', 10, 'ms'),
+    check('max throughput, every request logged', get(r, 'saturation', 'keyrelay', 'rps'), '>=', 3000, 'rps'),
+    check('stream openai first byte added (c=1)', added(r, 'stream_openai_c1', 'ttfb_p50'), '<=', 1, 'ms'),
+    check('stream anthropic first byte added (c=1)', added(r, 'stream_anthropic_c1', 'ttfb_p50'), '<=', 1, 'ms'),
+    check('RSS idle', get(r, 'memory', 'keyrelay', 'rss_idle_mb'), '<=', 100, 'MB'),
+    check('RSS with 1,000 concurrent streams', get(r, 'memory', 'keyrelay', 'rss_streams_mb'), '<=', 250, 'MB'),
+  ];
+  const idle = get(r, 'memory', 'keyrelay', 'rss_idle_mb');
+  const after = get(r, 'memory', 'keyrelay', 'rss_after_mb');
+  // "Back near idle": within 50 MB of idle once load has stopped (V8 keeps some heap it grew).
+  checks.push(check('RSS after load − idle', after !== null && idle !== null ? round(after - idle, 1) : null, '<=', 50, 'MB'));
+  const on = get(r, 'saturation', 'keyrelay', 'rps');
+  const off = get(r, 'saturation', 'keyrelay_nolog', 'rps');
+  checks.push(check('throughput logging on / off', on && off ? round(on / off) : null, '>=', 0.9, ''));
+  return checks;
+}
+
+interface Line {
+  label: string;
+  scenario: string;
+  field: string;
+  digits: number;
+  added?: boolean;
+  check?: string;
+}
+
+function lines(r: Results, rates: number[]): Line[] {
+  const out: Line[] = [];
+  for (const rate of rates) {
+    for (const p of ['p50', 'p90', 'p99']) {
+      const name = `added latency @${rate} rps ${p}`;
+      out.push({ label: `${rate} rps latency ${p} (ms)`, scenario: `open_${rate}`, field: p, digits: 2, added: true, check: name });
+    }
+  }
+  out.push(
+    { label: 'max throughput (rps)', scenario: 'saturation', field: 'rps', digits: 0, check: 'max throughput, every request logged' },
+    { label: 'CPU per request (µs)*', scenario: 'saturation', field: 'cpu_us_per_req', digits: 0 },
+    { label: 'latency p99 at max (ms)', scenario: 'saturation', field: 'p99', digits: 1, added: true },
+    { label: 'event-loop delay p99 (ms)', scenario: 'saturation', field: 'eld_p99_ms', digits: 1 },
+  );
+  for (const provider of ['openai', 'anthropic']) {
+    for (const scenario of Object.keys(r).filter((s) => s.startsWith(`stream_${provider}_c`))) {
+      const c = scenario.split('_c')[1];
+      const chk = c === '1' ? `stream ${provider} first byte added (c=1)` : undefined;
+      out.push(
+        { label: `${provider} stream c=${c} TTFB p50`, scenario, field: 'ttfb_p50', digits: 2, added: true, check: chk },
+        { label: `${provider} stream c=${c} TTFB p99`, scenario, field: 'ttfb_p99', digits: 2, added: true },
+        { label: `${provider} stream c=${c} TTLB p50`, scenario, field: 'ttlb_p50', digits: 1, added: true },
+      );
+    }
+  }
+  out.push(
+    { label: 'RSS at start (MB)', scenario: 'memory', field: 'rss_start_mb', digits: 1 },
+    { label: 'RSS idle (MB)', scenario: 'memory', field: 'rss_idle_mb', digits: 1, check: 'RSS idle' },
+    { label: 'RSS peak under load (MB)', scenario: 'memory', field: 'rss_load_mb', digits: 1 },
+    { label: 'RSS 1,000 slow streams (MB)', scenario: 'memory', field: 'rss_streams_mb', digits: 1, check: 'RSS with 1,000 concurrent streams' },
+    { label: 'RSS after load (MB)', scenario: 'memory', field: 'rss_after_mb', digits: 1, check: 'RSS after load − idle' },
+  );
+  return out;
+}
+
+const fmt = (v: number | null | undefined, digits: number): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? '—' : v.toFixed(digits);
+
+export function renderTable(r: Results, checks: Check[], rates: number[], columns: SubjectId[]): string {
+  const cols = COLUMNS.filter((c) => columns.includes(c));
+  const byName = new Map(checks.map((c) => [c.name, c]));
+  const header = ['metric', ...cols.map((c) => HEAD[c]), 'added', 'budget', 'ok'];
+  const rows: string[][] = [header];
+  for (const l of lines(r, rates)) {
+    const c = l.check ? byName.get(l.check) : undefined;
+    rows.push([
+      l.label,
+      ...cols.map((id) => fmt(get(r, l.scenario, id, l.field), l.digits)),
+      l.added ? fmt(added(r, l.scenario, l.field), 2) : '',
+      c ? c.limit : '',
+      c ? (c.pass === null ? 'n/a' : c.pass ? 'PASS' : 'FAIL') : '',
+    ]);
+  }
+  const ratio = byName.get('throughput logging on / off');
+  if (ratio) {
+    rows.push(['throughput log on / off', ...cols.map(() => ''), fmt(ratio.value, 3), ratio.limit, ratio.pass === null ? 'n/a' : ratio.pass ? 'PASS' : 'FAIL']);
+  }
+  const widths = header.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const text = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
+  text.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
+  return text.join('\n');
+}

@@ -1,0 +1,114 @@
+/** One measurement step per function; each returns a flat record of numbers for one repetition. */
+import type { ClosedResult, HoldResult, OpenResult, ProviderName, StreamResult, Target } from './protocol.js';
+import { readCpuMs, readLoopDelayP99Ms, readRssMb, sampleRss, type Driver } from './processes.js';
+import { round } from './stats.js';
+
+export type SubjectId = 'direct' | 'bare' | 'keyrelay' | 'keyrelay_nolog';
+
+/** One column of the table: where requests go and which process's CPU and memory count. */
+export interface Subject {
+  id: SubjectId;
+  target: Target;
+  /** The process measured: the fake upstream for `direct`, the proxy otherwise. */
+  pid: number;
+  /** Requests sent to it in total, to check every one reached keyrelay's log. */
+  sent: number;
+  /** Streams and memory steps run for it too (not only latency and throughput). */
+  full: boolean;
+}
+
+export type Row = Record<string, number | null>;
+
+export async function measureOpen(d: Driver, s: Subject, rate: number, ms: number): Promise<Row> {
+  const r = await d.run<OpenResult>({ kind: 'open', target: s.target, rate, durationMs: ms });
+  s.sent += r.sent;
+  return {
+    p50: r.latency.p50,
+    p90: r.latency.p90,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    service_p50: r.service.p50,
+    service_p99: r.service.p99,
+    schedule_lag_p99: r.scheduleLag.p99,
+    achieved_rps: r.achievedRps,
+    errors: r.errors,
+    driver_cpu: r.driver.cpuShare,
+  };
+}
+
+export async function measureSaturation(d: Driver, s: Subject, concurrency: number, ms: number): Promise<Row> {
+  await readLoopDelayP99Ms(s.target.origin); // prom-client resets its histogram on each read
+  const cpu0 = readCpuMs(s.pid);
+  const stopRss = sampleRss(s.pid);
+  const r = await d.run<ClosedResult>({ kind: 'closed', target: s.target, concurrency, durationMs: ms });
+  const cpu = readCpuMs(s.pid) - cpu0;
+  const rssPeak = stopRss();
+  s.sent += r.ok + r.errors;
+  return {
+    rps: r.rps,
+    cpu_us_per_req: r.ok ? (cpu * 1000) / r.ok : null,
+    cpu_cores: cpu / ms,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    eld_p99_ms: await readLoopDelayP99Ms(s.target.origin),
+    rss_peak_mb: rssPeak,
+    errors: r.errors,
+    driver_cpu: r.driver.cpuShare,
+  };
+}
+
+export async function measureStream(
+  d: Driver,
+  s: Subject,
+  provider: ProviderName,
+  concurrency: number,
+  ms: number,
+  chunks: number,
+  chunkMs: number,
+): Promise<Row> {
+  const r = await d.run<StreamResult>({
+    kind: 'stream',
+    target: s.target,
+    provider,
+    concurrency,
+    durationMs: ms,
+    chunks,
+    chunkMs,
+  });
+  s.sent += r.streams + r.errors;
+  return {
+    ttfb_p50: r.ttfb.p50,
+    ttfb_p99: r.ttfb.p99,
+    ttlb_p50: r.ttlb.p50,
+    ttlb_p99: r.ttlb.p99,
+    streams: r.streams,
+    errors: r.errors,
+    reads_per_stream: r.chunksPerStream,
+    driver_cpu: r.driver.cpuShare,
+  };
+}
+
+/** Holds `count` slow streams open at once; RSS is the peak while they are open. */
+export async function measureHold(
+  d: Driver,
+  s: Subject,
+  count: number,
+  chunks: number,
+  chunkMs: number,
+): Promise<Row> {
+  const stopRss = sampleRss(s.pid, 50);
+  let rssAllOpen: number | null = null;
+  const r = await d.run<HoldResult>(
+    { kind: 'hold', target: s.target, provider: 'openai', count, chunks, chunkMs },
+    () => (rssAllOpen = readRssMb(s.pid)),
+  );
+  s.sent += count;
+  return {
+    rss_streams_mb: stopRss(),
+    rss_all_open_mb: rssAllOpen,
+    opened: r.opened,
+    completed: r.completed,
+    errors: r.errors,
+    open_ms: round(r.openMs, 1),
+  };
+}

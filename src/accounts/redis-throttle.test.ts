@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisLoginThrottle } from './redis-throttle.js';
+
+const limits = { windowMs: 60_000, maxPerEmail: 3, maxPerIp: 5 };
+
+describe('RedisLoginThrottle', () => {
+  const prefix = `kr-test-${randomBytes(6).toString('hex')}:`;
+  let a: Redis;
+  let b: Redis;
+
+  beforeAll(() => {
+    a = new Redis('redis://127.0.0.1:6379', { lazyConnect: false });
+    b = new Redis('redis://127.0.0.1:6379', { lazyConnect: false });
+  });
+  afterAll(async () => {
+    const keys = await a.keys(`${prefix}*`);
+    if (keys.length > 0) await a.del(...keys);
+    a.disconnect();
+    b.disconnect();
+  });
+
+  it('shares counts between two instances on separate connections', async () => {
+    const one = new RedisLoginThrottle(a, { prefix, limits });
+    const two = new RedisLoginThrottle(b, { prefix, limits });
+    const s = { email: 'shared@x.io', ip: '10.1.0.1' };
+    expect((await one.attempt(s)).allowed).toBe(true);
+    expect((await two.attempt(s)).allowed).toBe(true);
+    expect((await one.attempt(s)).allowed).toBe(true);
+    const refused = await two.attempt(s);
+    expect(refused).toEqual({ allowed: false, retryAfterSeconds: 60 });
+  });
+
+  it('limits one IP across emails, and other IPs stay free', async () => {
+    const one = new RedisLoginThrottle(a, { prefix, limits });
+    const two = new RedisLoginThrottle(b, { prefix, limits });
+    for (let i = 0; i < 5; i++) {
+      expect((await (i % 2 ? one : two).attempt({ email: `ip${i}@x.io`, ip: '10.2.0.1' })).allowed).toBe(true);
+    }
+    expect((await one.attempt({ email: 'other@x.io', ip: '10.2.0.1' })).allowed).toBe(false);
+    expect((await two.attempt({ email: 'other@x.io', ip: '10.2.0.2' })).allowed).toBe(true);
+  });
+
+  it('admits exactly the limit when attempts race', async () => {
+    const one = new RedisLoginThrottle(a, { prefix, limits });
+    const two = new RedisLoginThrottle(b, { prefix, limits });
+    const s = { email: 'race@x.io', ip: '10.3.0.1' };
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? one : two).attempt(s)));
+    expect(results.filter((r) => r.allowed)).toHaveLength(3);
+  });
+
+  it('clears the email window after a success seen by the other instance', async () => {
+    const one = new RedisLoginThrottle(a, { prefix, limits });
+    const two = new RedisLoginThrottle(b, { prefix, limits });
+    const s = { email: 'ok@x.io', ip: '10.4.0.1' };
+    await one.attempt(s);
+    await one.attempt(s);
+    const third = await one.attempt(s);
+    if (!third.allowed) throw new Error('expected allowed');
+    await one.recordSuccess(s, third.attemptId);
+    expect((await two.attempt(s)).allowed).toBe(true);
+    expect(await a.zcard(`${prefix}login:ip:10.4.0.1`)).toBe(3);
+  });
+
+  it('keeps no personal data in key names', async () => {
+    const one = new RedisLoginThrottle(a, { prefix, limits });
+    await one.attempt({ email: 'private.person@x.io', ip: '10.5.0.1' });
+    const keys = await a.keys(`${prefix}*`);
+    expect(keys.some((k) => k.includes('private.person'))).toBe(false);
+  });
+});

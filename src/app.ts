@@ -1,0 +1,102 @@
+/**
+ * Builds the HTTP app. Every route is visible here:
+ *   /api/proxy/<provider>/*  the proxy (plain node:http + undici, ahead of Fastify: see proxy/handle.ts)
+ *   /api/console/*           the console's JSON API (console-api/)
+ *   /healthz /readyz /metrics
+ *   /*                       the built console (web/dist), with SPA fallback
+ * The proxy runs outside Fastify's routing on purpose: it must see the raw request target (to refuse
+ * absolute-form and encoded-dot paths before any normalisation) and read the body only after the key is
+ * checked, and it is the hot path, where every hook costs.
+ */
+import { existsSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { registerConsoleApi } from './console-api/index.js';
+import { securityHeaders } from './console-api/security.js';
+import type { LoginThrottle } from './accounts/throttle.js';
+import type { KeyEventBus } from './keys/events.js';
+import type { Metrics } from './metrics.js';
+import { createProxyHandler, type ProxyContext } from './proxy/handle.js';
+import { PROXY_PREFIX } from './proxy/target.js';
+import type { ConfigStore, LogStore } from './store/types.js';
+
+export interface AppDeps {
+  log: Logger;
+  config: Readonly<Config>;
+  configStore: ConfigStore;
+  logStore: LogStore;
+  bus: KeyEventBus;
+  throttle: LoginThrottle;
+  metrics: Metrics;
+  proxy: Omit<ProxyContext, 'log'>;
+  isDraining: () => boolean;
+}
+
+/** web/dist relative to this file, in both src/ (tsx) and dist/src/ (built) layouts. */
+function findConsoleDir(): string | null {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [resolve(here, '../web/dist'), resolve(here, '../../web/dist')]) {
+    if (existsSync(join(candidate, 'index.html'))) return candidate;
+  }
+  return null;
+}
+
+/** A request the proxy owns: its path, or a target that is not origin-form at all (always refused there). */
+function isProxyRequest(url: string): boolean {
+  return url.startsWith(PROXY_PREFIX) || !url.startsWith('/') || url.startsWith('//');
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  let proxyHandler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
+  const app = Fastify({
+    loggerInstance: deps.log,
+    disableRequestLogging: true,
+    trustProxy: deps.config.trustProxy,
+    bodyLimit: 1024 * 1024,
+    serverFactory: (fastifyHandler) =>
+      createServer({ noDelay: true, keepAliveTimeout: 75_000, requestTimeout: 0 }, (req, res) => {
+        if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);
+        else fastifyHandler(req, res);
+      }),
+  });
+  proxyHandler = createProxyHandler({ ...deps.proxy, log: deps.log });
+
+  app.get('/healthz', () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    if (deps.isDraining()) return reply.code(503).send({ status: 'draining' });
+    return { status: 'ready' };
+  });
+  app.get('/metrics', async (_req, reply) => {
+    reply.header('content-type', deps.metrics.registry.contentType);
+    return deps.metrics.registry.metrics();
+  });
+
+  await app.register(async (scope) => {
+    scope.addHook('onSend', securityHeaders);
+    await registerConsoleApi(scope, {
+      config: deps.config,
+      configStore: deps.configStore,
+      logStore: deps.logStore,
+      bus: deps.bus,
+      throttle: deps.throttle,
+    });
+    const root = findConsoleDir();
+    if (root) {
+      await scope.register(fastifyStatic, { root, wildcard: false, index: ['index.html'] });
+    }
+    scope.setNotFoundHandler(async (req, reply) => {
+      if (req.method !== 'GET' || req.url.startsWith('/api/')) {
+        return reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } });
+      }
+      if (!root) return reply.code(503).type('text/plain').send('The console is not built: run `npm run build`.');
+      // Client-side routes (/keys, /requests/…) all load the single-page console.
+      return reply.type('text/html').sendFile('index.html');
+    });
+  });
+  return app as unknown as FastifyInstance;
+}

@@ -1,0 +1,78 @@
+/** signup, login, logout, me, password. */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { createAccount, normalizeEmail } from '../accounts/create-account.js';
+import { dummyHash, hashPassword, validatePassword, verifyPassword } from '../accounts/password.js';
+import { deleteSession, deleteSessionsForAccount } from '../accounts/sessions.js';
+import type { ThrottleSubject } from '../accounts/throttle.js';
+import { ApiError } from '../errors.js';
+import { accountView, requireAccount, secureCookies, startSession } from './auth.js';
+import type { ConsoleContext } from './context.js';
+import { createdKeyView } from './key-routes.js';
+import { parseInput } from './parse.js';
+import { clearSessionCookie, readSessionToken } from './session-cookie.js';
+
+const credentials = z.object({ email: z.string().max(320), password: z.string().max(1024) });
+const passwordChange = z.object({ current_password: z.string().max(1024), new_password: z.string().max(1024) });
+
+/** One answer for unknown email and wrong password: nothing to tell the two apart. */
+const invalidCredentials = () => new ApiError(401, 'invalid_credentials', 'Email or password is incorrect.');
+
+async function attemptOrRefuse(ctx: ConsoleContext, subject: ThrottleSubject): Promise<string> {
+  const attempt = await ctx.throttle.attempt(subject);
+  if (!attempt.allowed) {
+    throw new ApiError(429, 'too_many_attempts', 'Too many attempts. Try again later.', attempt.retryAfterSeconds);
+  }
+  return attempt.attemptId;
+}
+
+export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
+  app.post('/signup', async (request, reply) => {
+    // "invite": only the very first account may sign up (bootstrap); everyone else via the CLI.
+    if (ctx.config.signup === 'closed') throw new ApiError(403, 'signup_closed', 'Sign-up is closed.');
+    const body = parseInput(credentials, request.body);
+    const { account, key } = await createAccount(ctx.keys, body, { onlyIfFirst: ctx.config.signup === 'invite' });
+    await startSession(ctx, request, reply, account.id);
+    return reply.code(201).send({ account: accountView(account), key: createdKeyView(key) });
+  });
+
+  app.post('/login', async (request, reply) => {
+    const body = parseInput(credentials, request.body);
+    const subject = { email: normalizeEmail(body.email), ip: request.ip };
+    const attemptId = await attemptOrRefuse(ctx, subject);
+    const account = await ctx.configStore.getAccountByEmail(subject.email);
+    // Unknown email: verify against a dummy hash anyway, so the answer takes as long as a wrong password.
+    const ok = await verifyPassword(body.password, account?.password_hash ?? (await dummyHash()));
+    if (!account || !ok) throw invalidCredentials();
+    await ctx.throttle.recordSuccess(subject, attemptId);
+    await startSession(ctx, request, reply, account.id);
+    return { account: accountView(account) };
+  });
+
+  app.post('/logout', async (request, reply) => {
+    await deleteSession(ctx.sessions, readSessionToken(request));
+    clearSessionCookie(reply, secureCookies(ctx, request));
+    return reply.code(204).send();
+  });
+
+  app.get('/me', async (request, reply) => ({ account: await requireAccount(ctx, request, reply) }));
+
+  app.post('/password', async (request, reply) => {
+    const account = await requireAccount(ctx, request, reply);
+    const body = parseInput(passwordChange, request.body);
+    const problem = validatePassword(body.new_password);
+    if (problem) throw new ApiError(400, 'weak_password', problem);
+    // Guessing the current password from a stolen session is throttled like a login.
+    const subject = { email: account.email, ip: request.ip };
+    const attemptId = await attemptOrRefuse(ctx, subject);
+    const full = await ctx.configStore.getAccountById(account.id);
+    if (!full || !(await verifyPassword(body.current_password, full.password_hash))) {
+      throw new ApiError(400, 'wrong_password', 'Current password is incorrect.');
+    }
+    await ctx.throttle.recordSuccess(subject, attemptId);
+    await ctx.configStore.setPassword(account.id, await hashPassword(body.new_password));
+    await deleteSessionsForAccount(ctx.sessions, account.id);
+    await startSession(ctx, request, reply, account.id);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,58 @@
+/**
+ * The console's JSON API under /api/console (contract: docs/console-api.md). Routes validate input, call a
+ * domain action and let errors fall through to one handler. Everything here is scoped to this prefix:
+ * its own JSON-only body parser, security headers, `cache-control: no-store`, the CSRF gate, 404s.
+ */
+import type { FastifyInstance } from 'fastify';
+import { dummyHash } from '../accounts/password.js';
+import { ApiError } from '../errors.js';
+import { registerAuthRoutes } from './auth-routes.js';
+import { buildContext, type ConsoleDeps } from './context.js';
+import { handleConsoleError } from './error-handler.js';
+import { registerInfoRoute } from './info-route.js';
+import { registerKeyRoutes } from './key-routes.js';
+import { registerLogRoutes } from './log-routes.js';
+import { noStore, refuseCrossSite, securityHeaders } from './security.js';
+
+export type { ConsoleDeps } from './context.js';
+export { securityHeaders, CONTENT_SECURITY_POLICY } from './security.js';
+export { SESSION_COOKIE } from './session-cookie.js';
+
+export const CONSOLE_API_PREFIX = '/api/console';
+/** Console bodies are small JSON; the proxy's much larger limit must not apply here. */
+const BODY_LIMIT = 64 * 1024;
+
+export async function registerConsoleApi(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
+  // Computed now, so the first unknown-email login is not slower than a wrong password.
+  await dummyHash();
+  const ctx = buildContext(deps);
+  await app.register(
+    (scope, _opts, done) => {
+      // Whatever parsers the root has (the proxy takes raw bodies), console routes accept JSON only.
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser(
+        'application/json',
+        { parseAs: 'string', bodyLimit: BODY_LIMIT },
+        scope.getDefaultJsonParser('error', 'error'),
+      );
+      scope.addHook('onRoute', (route) => {
+        route.bodyLimit ??= BODY_LIMIT;
+      });
+      scope.addHook('onRequest', securityHeaders);
+      scope.addHook('onRequest', noStore);
+      scope.addHook('onRequest', refuseCrossSite(deps.config));
+      scope.setErrorHandler(handleConsoleError);
+      const notFound = () => Promise.reject(new ApiError(404, 'not_found', 'No such endpoint.'));
+      scope.setNotFoundHandler(notFound);
+
+      registerInfoRoute(scope, ctx);
+      registerAuthRoutes(scope, ctx);
+      registerKeyRoutes(scope, ctx);
+      registerLogRoutes(scope, ctx);
+      // Beats a root-level SPA fallback (`/*`) so unknown API paths answer JSON 404, not index.html.
+      scope.all('/*', notFound);
+      done();
+    },
+    { prefix: CONSOLE_API_PREFIX },
+  );
+}

@@ -1,0 +1,80 @@
+/**
+ * Browser-facing defences for the console: security headers (also exported for the static console) and
+ * the CSRF gate on state-changing requests. The session cookie is SameSite=Lax already; the gate adds
+ * defence in depth for browsers and setups where that is not enough (same-site sibling hosts, old browsers).
+ */
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
+import type { Config } from '../config.js';
+import { ApiError } from '../errors.js';
+
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+const HEADERS: Record<string, string> = {
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+/**
+ * onRequest hook for every non-proxy route (console API and static console):
+ * `app.addHook('onRequest', securityHeaders)`. Set before the handler runs, so error replies carry them too.
+ */
+export function securityHeaders(_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  reply.headers(HEADERS);
+  done();
+}
+
+/** API answers can contain a full key: never let a browser or proxy cache keep them. */
+export function noStore(_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  reply.header('cache-control', 'no-store');
+  done();
+}
+
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+function originOf(url: string): string | null {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * State changes must be JSON (an HTML form cannot send that cross-site without a CORS preflight, which we
+ * never grant) and must not come from another site: `Sec-Fetch-Site: cross-site`, or an `Origin` other than
+ * this server's own origin or KEYRELAY_PUBLIC_URL's. No Origin at all is allowed: browsers send it on every
+ * cross-origin POST, so its absence means a same-origin browser request or a non-browser client.
+ */
+export function refuseCrossSite(config: Pick<Config, 'publicUrl'>): onRequestHookHandler {
+  const publicOrigin = originOf(config.publicUrl);
+  return (request, _reply, done) => {
+    if (!UNSAFE_METHODS.has(request.method)) return done();
+    if (request.headers['sec-fetch-site'] === 'cross-site') {
+      return done(new ApiError(403, 'cross_site', 'Cross-site request refused.'));
+    }
+    const origin = request.headers.origin;
+    if (origin !== undefined) {
+      const own = originOf(`${request.protocol}://${request.host}`);
+      const given = originOf(origin);
+      if (given === null || (given !== own && given !== publicOrigin)) {
+        return done(new ApiError(403, 'cross_site', 'Cross-site request refused.'));
+      }
+    }
+    if (!JSON_TYPE.test(request.headers['content-type'] ?? '')) {
+      return done(new ApiError(415, 'unsupported_media_type', 'Send the body as application/json.'));
+    }
+    done();
+  };
+}

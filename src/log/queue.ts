@@ -1,0 +1,115 @@
+/**
+ * Write-behind queue for request-log rows. The proxy pushes and returns; rows are written in batches, and a
+ * batch leaves the queue only after the store committed it, so a failing store (e.g. PostgreSQL restarting)
+ * delays rows instead of losing them. Bounded: a full queue drops and counts, it never blocks a request.
+ */
+import type { Logger } from 'pino';
+import type { Metrics } from '../metrics.js';
+import type { LogStore } from '../store/types.js';
+import type { RequestLogRow } from './record.js';
+
+export interface LogQueueOptions {
+  batchSize: number;
+  flushMs: number;
+  maxRows: number;
+}
+
+const MAX_BACKOFF_MS = 5_000;
+
+export class LogQueue {
+  private rows: RequestLogRow[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> | null = null;
+  private failures = 0;
+  private closed = false;
+
+  constructor(
+    private store: Pick<LogStore, 'insertBatch'>,
+    private opts: LogQueueOptions,
+    private metrics: Metrics,
+    private log: Pick<Logger, 'warn' | 'info' | 'error'>,
+  ) {}
+
+  push(row: RequestLogRow): void {
+    if (this.rows.length >= this.opts.maxRows) {
+      this.metrics.logRowsDropped.inc({ reason: 'queue_full' });
+      return;
+    }
+    this.rows.push(row);
+    this.metrics.logQueueDepth.set(this.rows.length);
+    if (this.rows.length >= this.opts.batchSize) this.schedule(0);
+    else this.schedule(this.opts.flushMs);
+  }
+
+  get depth(): number {
+    return this.rows.length;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.closed || this.writing) return;
+    if (this.timer && delayMs > 0) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.writeOnce();
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** Writes one batch; never rejects. */
+  private writeOnce(): Promise<void> {
+    if (this.writing) return this.writing;
+    if (this.rows.length === 0) return Promise.resolve();
+    const batch = this.rows.slice(0, this.opts.batchSize);
+    this.writing = this.store
+      .insertBatch(batch)
+      .then((res: unknown) => {
+        // Committed: only now does the batch leave the queue.
+        this.rows.splice(0, batch.length);
+        const rejected = typeof res === 'object' && res && 'rejected' in res ? Number(res.rejected) : 0;
+        this.metrics.logRowsWritten.inc(batch.length - rejected);
+        if (rejected > 0) this.metrics.logRowsDropped.inc({ reason: 'rejected' }, rejected);
+        this.metrics.storeUp.set({ store: 'log' }, 1);
+        if (this.failures > 0) this.log.info({ queued: this.rows.length }, 'request log store is writable again');
+        this.failures = 0;
+      })
+      .catch((err: unknown) => {
+        this.failures++;
+        this.metrics.logWriteErrors.inc();
+        this.metrics.storeUp.set({ store: 'log' }, 0);
+        if (this.failures === 1 || this.failures % 20 === 0) {
+          this.log.warn({ err, queued: this.rows.length, failures: this.failures }, 'request log write failed; rows kept');
+        }
+      })
+      .finally(() => {
+        this.writing = null;
+        this.metrics.logQueueDepth.set(this.rows.length);
+        if (this.rows.length === 0 || this.closed) return;
+        const backoff = this.failures ? Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6)) : 0;
+        this.schedule(this.rows.length >= this.opts.batchSize ? backoff : Math.max(backoff, this.opts.flushMs));
+      });
+    return this.writing;
+  }
+
+  /** Writes everything queued (graceful shutdown). Gives up at the deadline and reports what is left. */
+  async flush(deadlineMs = 30_000): Promise<number> {
+    const until = Date.now() + deadlineMs;
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    while (this.rows.length > 0 && Date.now() < until) {
+      const before = this.failures;
+      await (this.writing ?? this.writeOnce());
+      if (this.failures > before) await new Promise((r) => setTimeout(r, 200));
+    }
+    return this.rows.length;
+  }
+
+  /** Stops scheduling; call flush() before to write what is left. */
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}

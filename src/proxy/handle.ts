@@ -1,0 +1,212 @@
+/**
+ * THE HOT PATH. One proxied request, top to bottom:
+ *   route → authenticate → read body → forward → stream back → hand the record to the log.
+ * The response always goes first; the log row is built after the last byte and queued, never awaited.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { pipeline } from 'node:stream/promises';
+import type { Transform } from 'node:stream';
+import type { Logger } from 'pino';
+import { request, type Dispatcher } from 'undici';
+import type { Config } from '../config.js';
+import { ProxyError, renderProxyError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { LastUsedTracker } from '../keys/last-used.js';
+import type { KeyVerifier } from '../keys/verify.js';
+import type { Provider, RequestLogRow } from '../log/record.js';
+import type { Metrics } from '../metrics.js';
+import { createResponseTap, createUsageStripper, injectStreamUsage, parseRequestInfo } from '../usage/index.js';
+import { readBody } from './body.js';
+import { newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
+import { filterResponseHeaders, findDuplicateSingleton, forwardRequestHeaders } from './headers.js';
+import { classifyUpstreamError } from './upstream-errors.js';
+import { resolveTarget } from './target.js';
+
+export interface ProxyContext extends RowContext {
+  config: Readonly<Config>;
+  keys: KeyVerifier;
+  lastUsed: LastUsedTracker;
+  record: (row: RequestLogRow) => void;
+  metrics: Metrics;
+  log: Logger;
+  dispatcher: Dispatcher;
+  isDraining: () => boolean;
+  /** Aborts for in-flight exchanges, so shutdown can cut what outlives the drain deadline. */
+  inflight: Set<() => void>;
+}
+
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
+export function createProxyHandler(ctx: ProxyContext): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(ctx, req, res).catch((err: unknown) => {
+      ctx.log.error({ err }, 'proxy handler failed');
+      if (!res.headersSent) res.writeHead(500).end();
+      else res.destroy();
+    });
+  };
+}
+
+async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const ex = newExchange(newId(), performance.now());
+  res.setHeader('x-keyrelay-request-id', ex.id);
+
+  // 1. Route: which provider, which upstream path; refuse anything that could leave the configured origin.
+  const target = resolveTarget(req.url ?? '');
+  if (!target.ok) {
+    const code = target.reason === 'unknown_provider' ? 'proxy_unknown_provider' : 'proxy_bad_request';
+    return refuse(ctx, ex, req, res, new ProxyError(code, target.detail));
+  }
+  ex.provider = target.provider;
+  ex.path = target.path + target.query;
+  if (ctx.isDraining()) return refuse(ctx, ex, req, res, new ProxyError('proxy_unavailable', undefined, 5));
+  // Claude Code probes its base URL with an unauthenticated HEAD at start; answer it without going upstream.
+  if (req.method === 'HEAD' && target.path === '/') return void res.writeHead(200).end();
+  if (!METHODS.has(req.method ?? '')) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Unsupported method.'));
+  const dup = findDuplicateSingleton(req.rawHeaders);
+  if (dup) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', `Duplicate ${dup} header.`));
+
+  // 2. Authenticate: format and checksum, then the in-memory cache; no database read in the steady state.
+  const presented = req.headers['proxy-api-key'];
+  const { key, error } = await ctx.keys.check(typeof presented === 'string' ? presented : undefined);
+  ex.key = key;
+  if (error) return refuse(ctx, ex, req, res, error);
+  ctx.lastUsed.mark(key!.id, ex.createdAt);
+  ex.logBodies = req.headers['proxy-log-bodies'] !== 'false';
+
+  // 3. Body: bounded, forwarded as received (one documented exception: OpenAI stream usage, see usage/).
+  try {
+    ex.requestBody = await readBody(req, ctx.config.maxBodyBytes);
+  } catch (err) {
+    if (err instanceof ProxyError) return refuse(ctx, ex, req, res, err);
+    return finish(ctx, ex, req, res, 'client_aborted');
+  }
+  ex.info = parseRequestInfo(target.provider, target.path, ex.requestBody, req.headers['content-type']);
+  const injected = ctx.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
+
+  // 4. Forward. A caller that goes away aborts the upstream request at once, also before the first byte.
+  const abort = new AbortController();
+  const onClose = () => abort.abort();
+  res.once('close', onClose);
+  ctx.inflight.add(onClose);
+  let upstream: Dispatcher.ResponseData;
+  try {
+    const body = injected ?? ex.requestBody;
+    upstream = await request(ctx.config.upstreams[target.provider] + ex.path, {
+      method: req.method as Dispatcher.HttpMethod,
+      headers: forwardRequestHeaders(req.rawHeaders, req.headers.connection),
+      body: body.length > 0 || (req.method !== 'GET' && req.method !== 'HEAD') ? body : undefined,
+      dispatcher: ctx.dispatcher,
+      signal: abort.signal,
+      headersTimeout: ctx.config.headersTimeoutMs,
+      bodyTimeout: ctx.config.idleTimeoutMs,
+    });
+  } catch (err) {
+    ctx.inflight.delete(onClose);
+    if (res.destroyed || abort.signal.aborted) return finish(ctx, ex, req, res, 'client_aborted');
+    const failure = classifyUpstreamError(err);
+    ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: failure.kind });
+    return refuse(ctx, ex, req, res, failure.error, failure.outcome);
+  }
+
+  // 5. Stream back, unbuffered, with backpressure; the tap reads usage as bytes pass.
+  const headers = filterResponseHeaders(upstream.headers);
+  let stripper: Transform | null = null;
+  if (injected) {
+    const encoding = upstream.headers['content-encoding'];
+    stripper = createUsageStripper(typeof encoding === 'string' ? encoding : undefined);
+    delete headers['content-length'];
+    delete headers['content-encoding'];
+  }
+  headers['x-keyrelay-request-id'] = ex.id;
+  ex.status = upstream.statusCode;
+  ex.responseHeaders = headers;
+  const tap = createResponseTap(
+    ex.info,
+    { status: upstream.statusCode, headers: upstream.headers },
+    { bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0 },
+  );
+  res.writeHead(upstream.statusCode, headers);
+  upstream.body.on('data', (chunk: Buffer) => {
+    if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
+    ex.responseBytes += chunk.length;
+    tap.write(chunk);
+  });
+  let outcome: Exchange['outcome'] = upstream.statusCode >= 400 ? 'upstream_error' : 'ok';
+  let complete = true;
+  try {
+    await (stripper ? pipeline(upstream.body, stripper, res) : pipeline(upstream.body, res));
+  } catch (err) {
+    complete = false;
+    if (abort.signal.aborted && !ctx.isDraining()) outcome = 'client_aborted';
+    else {
+      const failure = classifyUpstreamError(err);
+      outcome = ctx.isDraining() ? 'timeout' : failure.outcome;
+      ex.errorCode = ctx.isDraining() ? 'proxy_unavailable' : failure.error.code;
+      ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: failure.kind });
+      // Never let a cut stream look complete: end the caller's response abnormally.
+      res.destroy();
+    }
+  } finally {
+    ctx.inflight.delete(onClose);
+    res.off('close', onClose);
+  }
+  if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
+  ex.usage = tap.finish(complete);
+  ex.responseBody = tap.body();
+  if (upstream.statusCode >= 500) ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: 'status_5xx' });
+  finish(ctx, ex, req, res, outcome);
+}
+
+/** keyrelay's own refusal, in the provider's error shape; logged when the key is known. */
+function refuse(
+  ctx: ProxyContext,
+  ex: Exchange,
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: ProxyError,
+  outcome: Exchange['outcome'] = 'refused',
+): void {
+  ex.status = err.status;
+  ex.errorCode = err.code;
+  if (!res.headersSent && !res.destroyed) {
+    const body = renderProxyError(ex.provider, err);
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      'x-keyrelay-error': err.code,
+      'x-keyrelay-request-id': ex.id,
+    };
+    if (err.retryAfterSeconds !== undefined) headers['retry-after'] = err.retryAfterSeconds;
+    // An unread body (413, refused before reading) would be taken for the next request on this connection.
+    if (!req.complete) headers.connection = 'close';
+    res.writeHead(err.status, headers).end(body);
+  }
+  if (err.code === 'proxy_body_too_large' || err.code === 'proxy_bad_request' || err.code.startsWith('proxy_key')) {
+    ctx.log.info({ reqId: ex.id, code: err.code, provider: ex.provider }, 'proxy request refused');
+  } else if (outcome !== 'refused') {
+    ctx.log.warn({ reqId: ex.id, code: err.code, provider: ex.provider, detail: err.message }, 'upstream failure');
+  }
+  finish(ctx, ex, req, res, outcome);
+}
+
+function finish(ctx: ProxyContext, ex: Exchange, req: IncomingMessage, res: ServerResponse, outcome: Exchange['outcome']): void {
+  ex.outcome = outcome;
+  const endedAt = performance.now();
+  if (outcome === 'client_aborted' && !res.headersSent) ex.status = 0;
+  if (!ex.key || !ex.provider) return; // nothing to attribute the row to
+  const row = toLogRow(ex, req, ctx, endedAt);
+  const provider: Provider = ex.provider;
+  const m = ctx.metrics;
+  m.requests.inc({ provider, status: String(row.status), outcome });
+  m.latency.observe({ provider }, row.latency_ms / 1000);
+  if (row.ttfb_ms !== null && row.status > 0) m.ttfb.observe({ provider }, row.ttfb_ms / 1000);
+  if (row.input_tokens) m.tokens.inc({ provider, type: 'input' }, row.input_tokens);
+  if (row.output_tokens) m.tokens.inc({ provider, type: 'output' }, row.output_tokens);
+  if (row.cache_read_tokens) m.tokens.inc({ provider, type: 'cache_read' }, row.cache_read_tokens);
+  if (row.cache_write_tokens) m.tokens.inc({ provider, type: 'cache_write' }, row.cache_write_tokens);
+  if (row.reasoning_tokens) m.tokens.inc({ provider, type: 'reasoning' }, row.reasoning_tokens);
+  if (row.cost_usd) m.cost.inc({ provider }, row.cost_usd);
+  ctx.record(row);
+}

@@ -1,0 +1,109 @@
+/**
+ * What crosses keyrelay, in each direction (SPEC §2). Request headers are copied from `rawHeaders` so names,
+ * values and order reach upstream byte-for-byte; only what must not cross is dropped.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+
+// RFC 9110 §7.6.1 hop-by-hop fields, plus the legacy ones proxies still see.
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+]);
+
+/** Request headers never forwarded (besides hop-by-hop, `proxy-*` and those named in Connection). */
+const REQUEST_DROP = new Set([
+  'host',
+  'cookie',
+  'forwarded',
+  // The body is re-sent from our buffer: undici sets the length; `expect` was already honoured by Node.
+  'content-length',
+  'expect',
+]);
+
+const RESPONSE_DROP = new Set(['set-cookie', 'alt-svc']);
+
+/** Headers that may appear at most once; a second copy is ambiguous about who is calling and is refused. */
+const SINGLETONS = ['proxy-api-key', 'authorization', 'x-api-key', 'host'] as const;
+
+function connectionTokens(value: string | string[] | undefined): Set<string> {
+  const out = new Set<string>();
+  for (const v of Array.isArray(value) ? value : value ? [value] : []) {
+    for (const t of v.split(',')) {
+      const n = t.trim().toLowerCase();
+      if (n) out.add(n);
+    }
+  }
+  return out;
+}
+
+/** Name of the first credential/host header sent twice, or null. */
+export function findDuplicateSingleton(rawHeaders: readonly string[]): string | null {
+  const seen = new Set<string>();
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    if (!(SINGLETONS as readonly string[]).includes(name)) continue;
+    if (seen.has(name)) return name;
+    seen.add(name);
+  }
+  return null;
+}
+
+/** Flat [name, value, …] list for undici, in the caller's order and spelling. */
+export function forwardRequestHeaders(rawHeaders: readonly string[], connection: string | string[] | undefined): string[] {
+  const named = connectionTokens(connection);
+  const out: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    const lower = name.toLowerCase();
+    if (
+      HOP_BY_HOP.has(lower) ||
+      REQUEST_DROP.has(lower) ||
+      lower.startsWith('proxy-') ||
+      lower.startsWith('x-forwarded-') ||
+      named.has(lower)
+    ) {
+      continue;
+    }
+    out.push(name, rawHeaders[i + 1]!);
+  }
+  return out;
+}
+
+/** Response headers for the caller: upstream's, minus hop-by-hop, those named in Connection, set-cookie, alt-svc. */
+export function filterResponseHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const named = connectionTokens(headers.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || RESPONSE_DROP.has(name) || named.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+const SECRET_NAME = /(^|-)(authorization|api-key|cookie|token|secret|key)($|-)/i;
+
+/** Header map for the log row: every credential-like value replaced, never stored. */
+export function redactHeaders(headers: IncomingHttpHeaders | Record<string, string | string[]>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[name] = SECRET_NAME.test(name) || name === 'set-cookie' ? '[redacted]' : Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+/** The provider credential as sent (`x-api-key` or `Authorization`), for fingerprinting only. */
+export function providerCredential(headers: IncomingHttpHeaders): string | null {
+  const apiKey = headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey) return apiKey;
+  const auth = headers.authorization;
+  if (typeof auth === 'string' && auth) return auth.replace(/^Bearer\s+/i, '');
+  return null;
+}

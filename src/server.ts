@@ -1,0 +1,142 @@
+/**
+ * Composition root: config → stores → services → app → listen; and the graceful stop:
+ * readyz turns 503, new connections stop, in-flight streams finish (up to the drain deadline, then are cut
+ * and logged), the log queue is flushed, stores are closed.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { Agent } from 'undici';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { buildApp } from './app.js';
+import { MemoryLoginThrottle, type LoginThrottle } from './accounts/throttle.js';
+import { RedisLoginThrottle } from './accounts/redis-throttle.js';
+import { LocalKeyEventBus, type KeyEventBus } from './keys/events.js';
+import { LastUsedTracker } from './keys/last-used.js';
+import { createRedisKeyEventBus } from './keys/redis-bus.js';
+import { KeyVerifier } from './keys/verify.js';
+import { LogQueue } from './log/queue.js';
+import { startRetention } from './log/retention.js';
+import { createLogger } from './logger.js';
+import { createMetrics } from './metrics.js';
+import { openStores } from './store/factory.js';
+import type { ConfigStore, LogStore } from './store/types.js';
+import { computeCost } from './usage/index.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  url: string;
+  port: number;
+  /** Graceful stop; resolves when everything is flushed and closed. */
+  stop(): Promise<void>;
+  /** The live services, for the CLI-less paths of tests and tools. */
+  services: { configStore: ConfigStore; logStore: LogStore; bus: KeyEventBus; queue: LogQueue; keys: KeyVerifier };
+}
+
+const LAST_USED_FLUSH_MS = 15_000;
+
+export async function startServer(config: Readonly<Config>): Promise<RunningServer> {
+  const metrics = createMetrics();
+  const { configStore, logStore } = await openStores(config);
+  const log = createLogger(config.logLevel);
+  const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
+  let bus: KeyEventBus;
+  let throttle: LoginThrottle;
+  if (config.redisUrl) {
+    const redisBus = await createRedisKeyEventBus(config.redisUrl, metrics, log);
+    bus = redisBus;
+    throttle = new RedisLoginThrottle(redisBus.client);
+  } else {
+    bus = new LocalKeyEventBus();
+    throttle = new MemoryLoginThrottle();
+  }
+  const fingerprintKey = Buffer.from(
+    await configStore.ensureSecret('credential_fingerprint', randomBytes(32).toString('base64')),
+    'base64',
+  );
+
+  let draining = false;
+  const inflight = new Set<() => void>();
+  const keys = new KeyVerifier(configStore, config.keyCacheTtlMs, bus);
+  const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) => warn(err, 'last_used_at write failed'));
+  const queue = new LogQueue(
+    logStore,
+    { batchSize: config.logBatchSize, flushMs: config.logFlushMs, maxRows: config.logQueueMax },
+    metrics,
+    log,
+  );
+  const dispatcher = new Agent({
+    connect: { timeout: config.connectTimeoutMs },
+    keepAliveTimeout: 30_000,
+    // undici's own limits must not cut long generations: ours (headers/idle) are passed per request.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+
+  const app = await buildApp({
+    log,
+    config,
+    configStore,
+    logStore,
+    bus,
+    throttle,
+    metrics,
+    isDraining: () => draining,
+    proxy: {
+      config,
+      keys,
+      lastUsed,
+      record: config.requestLog ? (row) => queue.push(row) : () => {},
+      metrics,
+      dispatcher,
+      isDraining: () => draining,
+      inflight,
+      bodyLogBytes: config.bodyLogBytes,
+      trustProxy: config.trustProxy,
+      fingerprint: (credential) => createHmac('sha256', fingerprintKey).update(credential).digest('hex').slice(0, 32),
+      cost: computeCost,
+    },
+  });
+  const retention = startRetention(logStore, config, (err) => warn(err, 'retention prune failed'));
+
+  await app.listen({ host: config.host, port: config.port });
+  const port = (app.server.address() as AddressInfo).port;
+  const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      draining = true;
+      const server = app.server;
+      // Stop accepting; keep-alive connections with nothing in flight are closed now.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = setTimeout(() => {
+        for (const cut of inflight) cut();
+        server.closeAllConnections();
+      }, config.drainTimeoutMs);
+      await closed;
+      clearTimeout(deadline);
+      retention.stop();
+      await lastUsed.close();
+      const left = await queue.flush(config.drainTimeoutMs);
+      if (left > 0) app.log.error({ left }, 'request log rows could not be written before exit');
+      queue.close();
+      await app.close();
+      await dispatcher.close();
+      await bus.close();
+      await throttle.close();
+      await logStore.close();
+      await configStore.close();
+    })();
+    return stopping;
+  };
+
+  return {
+    app,
+    port,
+    url: `http://${shownHost}:${port}`,
+    stop,
+    services: { configStore, logStore, bus, queue, keys },
+  };
+}

@@ -1,0 +1,160 @@
+/**
+ * What both log stores share: the column list, the filter → WHERE translation, the opaque cursor and the
+ * percentile definition (PostgreSQL's percentile_cont, so both backends report the same numbers).
+ */
+import { ApiError } from '../errors.js';
+import type { RequestLogRow } from '../log/record.js';
+import type { RequestFilter, UsageBreakdownRow, UsagePoint } from './types.js';
+
+export const LOG_COLUMNS = [
+  'id',
+  'created_at',
+  'key_id',
+  'account_id',
+  'provider',
+  'method',
+  'path',
+  'model',
+  'stream',
+  'status',
+  'outcome',
+  'error_code',
+  'latency_ms',
+  'ttfb_ms',
+  'input_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'output_tokens',
+  'reasoning_tokens',
+  'usage_source',
+  'cost_usd',
+  'price_source',
+  'end_user',
+  'session',
+  'properties',
+  'request_bytes',
+  'response_bytes',
+  'request_headers',
+  'response_headers',
+  'request_body',
+  'response_body',
+  'request_body_truncated',
+  'response_body_truncated',
+  'client_ip',
+  'user_agent',
+  'credential_fingerprint',
+] as const satisfies readonly (keyof RequestLogRow)[];
+
+export type LogColumn = (typeof LOG_COLUMNS)[number];
+
+const DETAIL_ONLY = new Set<LogColumn>([
+  'request_headers',
+  'response_headers',
+  'request_body',
+  'response_body',
+]);
+export const SUMMARY_COLUMNS = LOG_COLUMNS.filter((c) => !DETAIL_ONLY.has(c));
+export const BOOL_COLUMNS = ['stream', 'request_body_truncated', 'response_body_truncated'] as const;
+export const JSON_COLUMNS = ['properties', 'request_headers', 'response_headers'] as const;
+
+export interface WhereDialect {
+  /** Registers a bound value and returns its placeholder. */
+  bind(value: string | number): string;
+  /** SQL true when properties[name] = value, given the two placeholders. */
+  propertyEquals(nameParam: string, valueParam: string): string;
+}
+
+/** Every filter of RequestFilter, ANDed; always scoped to the account. */
+export function buildWhere(f: RequestFilter, d: WhereDialect): string {
+  const parts = [`account_id = ${d.bind(f.account_id)}`];
+  const eq = (column: string, value: string | number | undefined) => {
+    if (value !== undefined) parts.push(`${column} = ${d.bind(value)}`);
+  };
+  eq('key_id', f.key_id);
+  eq('provider', f.provider);
+  eq('model', f.model);
+  eq('status', f.status);
+  eq('outcome', f.outcome);
+  eq('end_user', f.end_user);
+  eq('session', f.session);
+  if (f.from !== undefined) parts.push(`created_at >= ${d.bind(toFilterTime(f.from))}`);
+  if (f.to !== undefined) parts.push(`created_at < ${d.bind(toFilterTime(f.to))}`);
+  if (f.property) parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));
+  return parts.join(' AND ');
+}
+
+function toFilterTime(value: string): string {
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new ApiError(400, 'invalid_time', `Not an ISO-8601 time: ${value}`);
+  return new Date(t).toISOString();
+}
+
+/** The cursor is the last id of the page; base64url keeps it opaque to clients. */
+export function encodeCursor(lastId: string): string {
+  return Buffer.from(lastId, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[0-9A-Za-z]{1,64}$/.test(id)) throw new ApiError(400, 'invalid_cursor', 'Invalid cursor.');
+  return id;
+}
+
+/** percentile_cont: linear interpolation between the two nearest ranks of the sorted values. */
+export function percentileCont(sorted: readonly number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  const pos = p * (sorted.length - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  const a = sorted[lo]!;
+  const b = sorted[hi]!;
+  return lo === hi ? a : a + (b - a) * (pos - lo);
+}
+
+/** Breakdown rows in one deterministic order on both backends: most requests first, then by group. */
+export function sortBreakdown(rows: UsageBreakdownRow[]): UsageBreakdownRow[] {
+  return rows.sort((x, y) => y.requests - x.requests || (x.group < y.group ? -1 : x.group > y.group ? 1 : 0));
+}
+
+/** Aggregate columns both backends select, with the same names, for series and breakdowns. */
+export const AGGREGATE_SQL = `
+  COUNT(*) AS requests,
+  SUM(CASE WHEN status >= 400 OR outcome <> 'ok' THEN 1 ELSE 0 END) AS errors,
+  COALESCE(SUM(input_tokens), 0) AS input_tokens,
+  COALESCE(SUM(output_tokens), 0) AS output_tokens,
+  COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
+  COALESCE(SUM(cost_usd), 0) AS cost_usd,
+  SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS unknown_cost_requests`;
+
+export type AggregateRow = Record<
+  | 'requests'
+  | 'errors'
+  | 'input_tokens'
+  | 'output_tokens'
+  | 'cache_read_tokens'
+  | 'cost_usd'
+  | 'unknown_cost_requests',
+  number | string
+>;
+
+/** Turns an aggregate row (bigint/numeric may arrive as strings from pg) into the numeric UsagePoint fields. */
+export function toUsageNumbers(
+  r: AggregateRow,
+  p50: number | null,
+  p95: number | null,
+): Omit<UsagePoint, 'bucket'> {
+  return {
+    requests: Number(r.requests),
+    errors: Number(r.errors),
+    input_tokens: Number(r.input_tokens),
+    output_tokens: Number(r.output_tokens),
+    cache_read_tokens: Number(r.cache_read_tokens),
+    cost_usd: Number(r.cost_usd),
+    unknown_cost_requests: Number(r.unknown_cost_requests),
+    latency_p50_ms: p50 === null ? null : Number(p50),
+    latency_p95_ms: p95 === null ? null : Number(p95),
+  };
+}
+
+/** Rows with no model (e.g. refused before the body was read) are grouped under this label. */
+export const NO_MODEL_GROUP = '';

@@ -1,0 +1,247 @@
+/** ConfigStore on PostgreSQL: shared by every instance, so writes are single statements that race safely. */
+import type pg from 'pg';
+import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
+import { toIso, toIsoOrNull } from '../time.js';
+import type { Account, AccountWithSecret, ConfigStore, KeyRecord, SessionRecord } from '../types.js';
+import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations, type PgMigration } from './db.js';
+
+const MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: 'accounts, keys, sessions, secrets',
+    sql: `
+      CREATE TABLE accounts (
+        id text PRIMARY KEY,
+        email text NOT NULL UNIQUE,
+        password_hash text NOT NULL,
+        password_changed_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL
+      );
+      CREATE TABLE keys (
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+        name text NOT NULL,
+        hash text NOT NULL,
+        hint text NOT NULL,
+        created_at timestamptz NOT NULL,
+        last_used_at timestamptz,
+        expires_at timestamptz,
+        revoked_at timestamptz
+      );
+      CREATE UNIQUE INDEX keys_hash ON keys(hash);
+      CREATE INDEX keys_account ON keys(account_id);
+      CREATE TABLE sessions (
+        id_hash text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+        created_at timestamptz NOT NULL,
+        last_seen_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX sessions_account ON sessions(account_id);
+      CREATE TABLE secrets (
+        name text PRIMARY KEY,
+        value text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
+];
+
+const KEY_COLUMNS = 'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at';
+const ACCOUNT_COLUMNS = 'id, email, password_hash, password_changed_at, created_at';
+const SESSION_COLUMNS = 'id_hash, account_id, created_at, last_seen_at, expires_at';
+
+type Row = Record<string, unknown>;
+
+function toAccount(r: Row): AccountWithSecret {
+  return {
+    id: r.id as string,
+    email: r.email as string,
+    password_hash: r.password_hash as string,
+    password_changed_at: isoOrNull(r.password_changed_at)!,
+    created_at: isoOrNull(r.created_at)!,
+  };
+}
+
+function toKey(r: Row): KeyRecord {
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    account_id: r.account_id as string,
+    hint: r.hint as string,
+    created_at: isoOrNull(r.created_at)!,
+    last_used_at: isoOrNull(r.last_used_at),
+    expires_at: isoOrNull(r.expires_at),
+    revoked_at: isoOrNull(r.revoked_at),
+  };
+}
+
+function toSession(r: Row): SessionRecord {
+  return {
+    id_hash: r.id_hash as string,
+    account_id: r.account_id as string,
+    created_at: isoOrNull(r.created_at)!,
+    last_seen_at: isoOrNull(r.last_seen_at)!,
+    expires_at: isoOrNull(r.expires_at)!,
+  };
+}
+
+export class PgConfigStore implements ConfigStore {
+  private readonly pool: pg.Pool;
+  private readonly ownsPool: boolean;
+
+  /** A URL gives the store its own pool (ended by close()); a pool passed in stays the caller's. */
+  constructor(poolOrUrl: pg.Pool | string) {
+    const { pool, owned } = resolvePool(poolOrUrl);
+    this.pool = pool;
+    this.ownsPool = owned;
+  }
+
+  private async rows(sql: string, params: unknown[]): Promise<Row[]> {
+    return (await this.pool.query<Row>(sql, params)).rows;
+  }
+
+  async migrate(): Promise<void> {
+    await runPgMigrations(this.pool, 'config', MIGRATIONS);
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsPool && !this.pool.ended) await this.pool.end();
+  }
+
+  async createAccount(a: { id: string; email: string; password_hash: string }): Promise<Account> {
+    const now = new Date().toISOString();
+    const email = normalizeStoredEmail(a.email);
+    try {
+      await this.pool.query(`INSERT INTO accounts (${ACCOUNT_COLUMNS}) VALUES ($1, $2, $3, $4, $4)`, [
+        a.id,
+        email,
+        a.password_hash,
+        now,
+      ]);
+    } catch (err) {
+      if (pgErrorCode(err) === '23505' && (await this.getAccountByEmail(email))) throw emailTakenError();
+      throw err;
+    }
+    return { id: a.id, email, created_at: now };
+  }
+
+  async getAccountByEmail(email: string): Promise<AccountWithSecret | null> {
+    const [r] = await this.rows(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE email = $1`, [
+      normalizeStoredEmail(email),
+    ]);
+    return r ? toAccount(r) : null;
+  }
+
+  async getAccountById(id: string): Promise<AccountWithSecret | null> {
+    const [r] = await this.rows(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id]);
+    return r ? toAccount(r) : null;
+  }
+
+  async setPassword(accountId: string, passwordHash: string): Promise<void> {
+    await this.pool.query('UPDATE accounts SET password_hash = $1, password_changed_at = $2 WHERE id = $3', [
+      passwordHash,
+      new Date().toISOString(),
+      accountId,
+    ]);
+  }
+
+  async createKey(k: {
+    id: string;
+    account_id: string;
+    name: string;
+    hash: string;
+    hint: string;
+    expires_at?: string | null;
+  }): Promise<KeyRecord> {
+    const [r] = await this.rows(
+      `INSERT INTO keys (id, account_id, name, hash, hint, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${KEY_COLUMNS}`,
+      [k.id, k.account_id, k.name, k.hash, k.hint, new Date().toISOString(), toIsoOrNull(k.expires_at)],
+    );
+    return toKey(r!);
+  }
+
+  async getKeyByHash(hash: string): Promise<KeyRecord | null> {
+    const [r] = await this.rows(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = $1`, [hash]);
+    return r ? toKey(r) : null;
+  }
+
+  async getKey(id: string): Promise<KeyRecord | null> {
+    const [r] = await this.rows(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = $1`, [id]);
+    return r ? toKey(r) : null;
+  }
+
+  async listKeys(accountId: string): Promise<KeyRecord[]> {
+    const rows = await this.rows(
+      `SELECT ${KEY_COLUMNS} FROM keys WHERE account_id = $1 ORDER BY created_at DESC, id COLLATE "C" DESC`,
+      [accountId],
+    );
+    return rows.map(toKey);
+  }
+
+  async renameKey(id: string, name: string): Promise<void> {
+    await this.pool.query('UPDATE keys SET name = $1 WHERE id = $2', [name, id]);
+  }
+
+  async revokeKey(id: string, at: string): Promise<KeyRecord | null> {
+    await this.pool.query('UPDATE keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [
+      toIso(at),
+      id,
+    ]);
+    return this.getKey(id);
+  }
+
+  async setKeyExpiry(id: string, expiresAt: string | null): Promise<void> {
+    await this.pool.query('UPDATE keys SET expires_at = $1 WHERE id = $2', [toIsoOrNull(expiresAt), id]);
+  }
+
+  async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
+    if (lastUsed.size === 0) return;
+    const entries = [...lastUsed];
+    // One statement for the whole batch; the WHERE keeps the max even when instances flush out of order.
+    await this.pool.query(
+      `UPDATE keys SET last_used_at = v.at
+       FROM unnest($1::text[], $2::timestamptz[]) AS v(id, at)
+       WHERE keys.id = v.id AND (keys.last_used_at IS NULL OR keys.last_used_at < v.at)`,
+      [entries.map(([id]) => id), entries.map(([, at]) => toIso(at))],
+    );
+  }
+
+  async ensureSecret(name: string, candidate: string): Promise<string> {
+    // A concurrent insert of the same name waits for the first to commit, then does nothing.
+    await this.pool.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+      name,
+      candidate,
+    ]);
+    const [r] = await this.rows('SELECT value FROM secrets WHERE name = $1', [name]);
+    return r!.value as string;
+  }
+
+  async createSession(s: SessionRecord): Promise<void> {
+    await this.pool.query(`INSERT INTO sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5)`, [
+      s.id_hash,
+      s.account_id,
+      toIso(s.created_at),
+      toIso(s.last_seen_at),
+      toIso(s.expires_at),
+    ]);
+  }
+
+  async getSession(idHash: string): Promise<SessionRecord | null> {
+    const [r] = await this.rows(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id_hash = $1`, [idHash]);
+    return r ? toSession(r) : null;
+  }
+
+  async touchSession(idHash: string, at: string): Promise<void> {
+    await this.pool.query('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [toIso(at), idHash]);
+  }
+
+  async deleteSession(idHash: string): Promise<void> {
+    await this.pool.query('DELETE FROM sessions WHERE id_hash = $1', [idHash]);
+  }
+
+  async deleteSessionsForAccount(accountId: string): Promise<void> {
+    await this.pool.query('DELETE FROM sessions WHERE account_id = $1', [accountId]);
+  }
+}

@@ -1,0 +1,78 @@
+/** Pool handling and the numbered-migration runner both PostgreSQL stores share. */
+import pg from 'pg';
+
+export interface PgMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** The stores accept a pool (shared, left open by close()) or a URL (own pool, ended by close()). */
+export function resolvePool(poolOrUrl: pg.Pool | string): { pool: pg.Pool; owned: boolean } {
+  if (typeof poolOrUrl !== 'string') return { pool: poolOrUrl, owned: false };
+  const pool = new pg.Pool({ connectionString: poolOrUrl, max: 10 });
+  // An idle client losing its connection emits 'error' on the pool; unhandled, it would end the process.
+  // The next query gets a fresh connection or fails with an error its caller handles.
+  pool.on('error', () => {});
+  return { pool, owned: true };
+}
+
+// Arbitrary constant: every keyrelay instance takes this lock before migrating, so two starting at once
+// apply each migration exactly once.
+const MIGRATION_LOCK = '7351842096421';
+
+/** Applies the not-yet-applied migrations of `scope` under a session advisory lock, each in a transaction. */
+export async function runPgMigrations(
+  pool: pg.Pool,
+  scope: 'config' | 'log',
+  migrations: readonly PgMigration[],
+): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    try {
+      await client.query(`CREATE TABLE IF NOT EXISTS keyrelay_migrations (
+        scope text NOT NULL,
+        version integer NOT NULL,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (scope, version)
+      )`);
+      const done = await client.query<{ version: number }>(
+        'SELECT version FROM keyrelay_migrations WHERE scope = $1',
+        [scope],
+      );
+      const applied = new Set(done.rows.map((r) => r.version));
+      for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+        if (applied.has(m.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          await client.query('INSERT INTO keyrelay_migrations (scope, version, name) VALUES ($1, $2, $3)', [
+            scope,
+            m.version,
+            m.name,
+          ]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw err;
+        }
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Our times are Dates from pg (timestamptz); the interface speaks toISOString() strings. */
+export function isoOrNull(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  return (v instanceof Date ? v : new Date(String(v))).toISOString();
+}
+
+export function pgErrorCode(err: unknown): string {
+  return err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : '';
+}

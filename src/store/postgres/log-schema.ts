@@ -1,0 +1,114 @@
+import type { LogColumn } from '../log-query.js';
+import type { PgMigration } from './db.js';
+
+/**
+ * One plain table rather than monthly partitions: partitioning would force the primary key to include
+ * created_at (so ON CONFLICT (id) no longer dedupes on id alone) and need partitions created ahead of time.
+ * Retention instead deletes in chunks through the created_at b-tree, which stays fast at tens of millions of
+ * rows. ids are COLLATE "C" so their order is byte order, i.e. arrival order, whatever the database locale.
+ */
+export const LOG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: 'requests',
+    sql: `
+      CREATE TABLE requests (
+        id text COLLATE "C" PRIMARY KEY,
+        created_at timestamptz NOT NULL,
+        key_id text NOT NULL,
+        account_id text NOT NULL,
+        provider text NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+        method text NOT NULL,
+        path text NOT NULL,
+        model text,
+        stream boolean NOT NULL,
+        status integer NOT NULL,
+        outcome text NOT NULL
+          CHECK (outcome IN ('ok', 'upstream_error', 'client_aborted', 'timeout', 'refused')),
+        error_code text,
+        latency_ms double precision NOT NULL,
+        ttfb_ms double precision,
+        input_tokens bigint,
+        cache_read_tokens bigint,
+        cache_write_tokens bigint,
+        output_tokens bigint,
+        reasoning_tokens bigint,
+        usage_source text NOT NULL CHECK (usage_source IN ('provider', 'estimated', 'partial', 'none')),
+        cost_usd double precision,
+        price_source text,
+        end_user text,
+        session text,
+        properties jsonb NOT NULL,
+        request_bytes bigint NOT NULL,
+        response_bytes bigint NOT NULL,
+        request_headers jsonb NOT NULL,
+        response_headers jsonb NOT NULL,
+        request_body text,
+        response_body text,
+        request_body_truncated boolean NOT NULL,
+        response_body_truncated boolean NOT NULL,
+        client_ip text,
+        user_agent text,
+        credential_fingerprint text
+      );
+      CREATE INDEX requests_account_id ON requests (account_id, id);
+      CREATE INDEX requests_account_created ON requests (account_id, created_at);
+      CREATE INDEX requests_key ON requests (key_id);
+      CREATE INDEX requests_created ON requests (created_at);
+      -- Only rows that still hold a body: pruning bodies never rescans rows already stripped.
+      CREATE INDEX requests_with_body ON requests (created_at)
+        WHERE request_body IS NOT NULL OR response_body IS NOT NULL;
+    `,
+  },
+];
+
+/** Column → SQL array type for the unnest() insert. */
+export const PG_COLUMN_TYPES = {
+  id: 'text',
+  created_at: 'timestamptz',
+  key_id: 'text',
+  account_id: 'text',
+  provider: 'text',
+  method: 'text',
+  path: 'text',
+  model: 'text',
+  stream: 'boolean',
+  status: 'integer',
+  outcome: 'text',
+  error_code: 'text',
+  latency_ms: 'double precision',
+  ttfb_ms: 'double precision',
+  input_tokens: 'bigint',
+  cache_read_tokens: 'bigint',
+  cache_write_tokens: 'bigint',
+  output_tokens: 'bigint',
+  reasoning_tokens: 'bigint',
+  usage_source: 'text',
+  cost_usd: 'double precision',
+  price_source: 'text',
+  end_user: 'text',
+  session: 'text',
+  properties: 'jsonb',
+  request_bytes: 'bigint',
+  response_bytes: 'bigint',
+  request_headers: 'jsonb',
+  response_headers: 'jsonb',
+  request_body: 'text',
+  response_body: 'text',
+  request_body_truncated: 'boolean',
+  response_body_truncated: 'boolean',
+  client_ip: 'text',
+  user_agent: 'text',
+  credential_fingerprint: 'text',
+} as const satisfies Record<LogColumn, string>;
+
+/** bigint comes back from pg as a string; the interface speaks numbers. */
+export const BIGINT_COLUMNS = [
+  'input_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'output_tokens',
+  'reasoning_tokens',
+  'request_bytes',
+  'response_bytes',
+] as const;

@@ -1,0 +1,269 @@
+/**
+ * LogStore on PostgreSQL. A batch is one INSERT … SELECT FROM unnest(column arrays): one round trip and a
+ * fixed 36 parameters whatever the batch size (a VALUES list would hit the 65,535-parameter limit).
+ */
+import type pg from 'pg';
+import type { RequestLogRow } from '../../log/record.js';
+import {
+  AGGREGATE_SQL,
+  BOOL_COLUMNS,
+  JSON_COLUMNS,
+  LOG_COLUMNS,
+  NO_MODEL_GROUP,
+  SUMMARY_COLUMNS,
+  buildWhere,
+  decodeCursor,
+  encodeCursor,
+  sortBreakdown,
+  toUsageNumbers,
+  type AggregateRow,
+  type WhereDialect,
+} from '../log-query.js';
+import { toIso } from '../time.js';
+import type {
+  InsertResult,
+  LogStore,
+  Page,
+  RequestFilter,
+  RequestSummary,
+  UsageBreakdownRow,
+  UsagePoint,
+} from '../types.js';
+import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
+import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
+
+type Row = Record<string, unknown>;
+type Value = string | number | boolean | null;
+
+const PRUNE_CHUNK = 10_000;
+const GROUP_SQL = {
+  model: `COALESCE(model, '${NO_MODEL_GROUP}')`,
+  key_id: 'key_id',
+  provider: 'provider',
+} as const;
+const INSERT_SQL = `INSERT INTO requests (${LOG_COLUMNS.join(', ')})
+  SELECT * FROM unnest(${LOG_COLUMNS.map((c, i) => `$${i + 1}::${PG_COLUMN_TYPES[c]}[]`).join(', ')})
+  ON CONFLICT (id) DO NOTHING`;
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * PostgreSQL text cannot hold NUL and jsonb refuses NUL and lone surrogates; a decoded binary body can
+ * contain either. They become U+FFFD instead of costing the row.
+ */
+function cleanText(s: string): string {
+  return s.includes('\0') ? s.replace(/\0/g, '\uFFFD') : s;
+}
+
+function cleanJson(obj: Record<string, string>): string {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    out[cleanText(k).replace(LONE_SURROGATE, '\uFFFD')] = cleanText(String(v)).replace(
+      LONE_SURROGATE,
+      '\uFFFD',
+    );
+  }
+  return JSON.stringify(out);
+}
+
+function encodeRow(r: RequestLogRow): Value[] {
+  const jsonCols: ReadonlySet<string> = new Set(JSON_COLUMNS);
+  return LOG_COLUMNS.map((c): Value => {
+    if (c === 'created_at') return toIso(r.created_at);
+    if (jsonCols.has(c)) {
+      const v = r[c as (typeof JSON_COLUMNS)[number]];
+      if (typeof v !== 'object' || v === null) throw new TypeError(`${c} must be an object`);
+      return cleanJson(v);
+    }
+    const v = r[c] as Value | undefined;
+    if (v === undefined) return null;
+    if (typeof v === 'bigint') throw new TypeError(`${c} is a bigint`);
+    return typeof v === 'string' ? cleanText(v) : v;
+  });
+}
+
+function decodeRow<T>(row: Row): T {
+  row.created_at = isoOrNull(row.created_at);
+  for (const c of BIGINT_COLUMNS) if (c in row && row[c] !== null) row[c] = Number(row[c]);
+  for (const c of BOOL_COLUMNS) if (c in row) row[c] = Boolean(row[c]);
+  return row as T;
+}
+
+/** SQLSTATE classes that belong to one row (bad data, constraint, oversized index entry), not the server. */
+function isRowError(err: unknown): boolean {
+  if (err instanceof TypeError || err instanceof RangeError) return true;
+  const code = pgErrorCode(err);
+  return code.startsWith('22') || code.startsWith('23') || code === '54000';
+}
+
+function columnsOf(encoded: readonly Value[][]): Value[][] {
+  return LOG_COLUMNS.map((_, i) => encoded.map((row) => row[i]!));
+}
+
+function dialect(params: unknown[]): WhereDialect {
+  return {
+    bind(value) {
+      params.push(value);
+      return `$${params.length}`;
+    },
+    propertyEquals: (name, value) => `properties ->> (${name}::text) = ${value}::text`,
+  };
+}
+
+export class PgLogStore implements LogStore {
+  private readonly pool: pg.Pool;
+  private readonly ownsPool: boolean;
+
+  /** A URL gives the store its own pool (ended by close()); a pool passed in stays the caller's. */
+  constructor(poolOrUrl: pg.Pool | string) {
+    const { pool, owned } = resolvePool(poolOrUrl);
+    this.pool = pool;
+    this.ownsPool = owned;
+  }
+
+  async migrate(): Promise<void> {
+    await runPgMigrations(this.pool, 'log', LOG_MIGRATIONS);
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsPool && !this.pool.ended) await this.pool.end();
+  }
+
+  async insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
+    const encoded: Value[][] = [];
+    let rejected = 0;
+    for (const r of rows) {
+      try {
+        encoded.push(encodeRow(r));
+      } catch (err) {
+        if (!isRowError(err)) throw err;
+        rejected++;
+      }
+    }
+    if (encoded.length === 0) return { inserted: 0, rejected };
+    try {
+      const res = await this.pool.query(INSERT_SQL, columnsOf(encoded));
+      return { inserted: res.rowCount ?? 0, rejected };
+    } catch (err) {
+      if (!isRowError(err)) throw err;
+    }
+    // One poison row must not sink the batch: redo it row by row in one transaction, a savepoint per row.
+    const client = await this.pool.connect();
+    let inserted = 0;
+    try {
+      await client.query('BEGIN');
+      for (const row of encoded) {
+        await client.query('SAVEPOINT row');
+        try {
+          inserted += (await client.query(INSERT_SQL, columnsOf([row]))).rowCount ?? 0;
+          await client.query('RELEASE SAVEPOINT row');
+        } catch (err) {
+          if (!isRowError(err)) throw err;
+          await client.query('ROLLBACK TO SAVEPOINT row');
+          rejected++;
+        }
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+    return { inserted, rejected };
+  }
+
+  async listRequests(
+    f: RequestFilter,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<RequestSummary>> {
+    const params: unknown[] = [];
+    const d = dialect(params);
+    let where = buildWhere(f, d);
+    if (opts.cursor) where += ` AND id < ${d.bind(decodeCursor(opts.cursor))}`;
+    const limit = Math.max(1, Math.floor(opts.limit));
+    const sql = `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}
+      ORDER BY id DESC LIMIT ${d.bind(limit + 1)}`;
+    const rows = (await this.pool.query<Row>(sql, params)).rows;
+    const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
+    const more = rows.length > limit;
+    return { items, next_cursor: more && items.length ? encodeCursor(items[items.length - 1]!.id) : null };
+  }
+
+  async getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
+    const { rows } = await this.pool.query<Row>(
+      `SELECT ${LOG_COLUMNS.join(', ')} FROM requests WHERE id = $1 AND account_id = $2`,
+      [id, accountId],
+    );
+    return rows[0] ? decodeRow<RequestLogRow>(rows[0]) : null;
+  }
+
+  async listRecent(opts: { limit: number; account_id?: string }): Promise<RequestSummary[]> {
+    const limit = Math.max(1, Math.floor(opts.limit));
+    const cols = SUMMARY_COLUMNS.join(', ');
+    const { rows } =
+      opts.account_id === undefined
+        ? await this.pool.query<Row>(`SELECT ${cols} FROM requests ORDER BY id DESC LIMIT $1`, [limit])
+        : await this.pool.query<Row>(
+            `SELECT ${cols} FROM requests WHERE account_id = $1 ORDER BY id DESC LIMIT $2`,
+            [opts.account_id, limit],
+          );
+    return rows.map((r) => decodeRow<RequestSummary>(r));
+  }
+
+  async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
+    const rows = await this.aggregate(f, `date_trunc('${bucket}', created_at, 'UTC')`);
+    return rows.map((r) => ({ bucket: isoOrNull(r.k)!, ...r.numbers }));
+  }
+
+  async usageBreakdown(f: RequestFilter, by: 'model' | 'key_id' | 'provider'): Promise<UsageBreakdownRow[]> {
+    const rows = await this.aggregate(f, GROUP_SQL[by]);
+    return sortBreakdown(rows.map((r) => ({ group: String(r.k), ...r.numbers })));
+  }
+
+  private async aggregate(f: RequestFilter, keySql: string) {
+    const params: unknown[] = [];
+    const where = buildWhere(f, dialect(params));
+    const { rows } = await this.pool.query<
+      AggregateRow & { k: unknown; p50: number | null; p95: number | null }
+    >(
+      `SELECT ${keySql} AS k, ${AGGREGATE_SQL},
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
+         percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95
+       FROM requests WHERE ${where} GROUP BY 1 ORDER BY 1`,
+      params,
+    );
+    return rows.map((r) => ({ k: r.k, numbers: toUsageNumbers(r, r.p50, r.p95) }));
+  }
+
+  async prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }> {
+    // Bounded chunks, each its own transaction: short locks, and WAL/vacuum work spread out.
+    let deleted = 0;
+    let n: number;
+    do {
+      const res = await this.pool.query(
+        'DELETE FROM requests WHERE id IN (SELECT id FROM requests WHERE created_at < $1 LIMIT $2)',
+        [toIso(before), PRUNE_CHUNK],
+      );
+      n = res.rowCount ?? 0;
+      deleted += n;
+    } while (n === PRUNE_CHUNK);
+    if (bodiesBefore !== undefined) {
+      do {
+        const res = await this.pool.query(
+          `UPDATE requests SET request_body = NULL, response_body = NULL WHERE id IN (
+             SELECT id FROM requests
+             WHERE created_at < $1 AND (request_body IS NOT NULL OR response_body IS NOT NULL) LIMIT $2)`,
+          [toIso(bodiesBefore), PRUNE_CHUNK],
+        );
+        n = res.rowCount ?? 0;
+      } while (n === PRUNE_CHUNK);
+    }
+    return { deleted };
+  }
+
+  async count(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM requests');
+    return Number(rows[0]!.n);
+  }
+}

@@ -1,0 +1,231 @@
+/* eslint-disable @typescript-eslint/require-await -- better-sqlite3 is synchronous; `async` turns its throws
+   into rejections, as the interface promises. */
+/**
+ * ConfigStore on SQLite (better-sqlite3): synchronous inside, promises outside to fit the interface.
+ * Small and read-mostly; the request log lives in a separate file (SqliteLogStore).
+ */
+import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
+import { toIso, toIsoOrNull } from '../time.js';
+import type { Account, AccountWithSecret, ConfigStore, KeyRecord, SessionRecord } from '../types.js';
+import type { Statement } from 'better-sqlite3';
+import { openSqlite, runSqliteMigrations, type Db, type Migration } from './db.js';
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'accounts, keys, sessions, secrets',
+    sql: `
+      CREATE TABLE accounts (
+        id TEXT PRIMARY KEY,
+        email TEXT NOT NULL UNIQUE,
+        password_hash TEXT NOT NULL,
+        password_changed_at TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE keys (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        hint TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        expires_at TEXT,
+        revoked_at TEXT
+      );
+      CREATE UNIQUE INDEX keys_hash ON keys(hash);
+      CREATE INDEX keys_account ON keys(account_id);
+      CREATE TABLE sessions (
+        id_hash TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+        created_at TEXT NOT NULL,
+        last_seen_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+      CREATE INDEX sessions_account ON sessions(account_id);
+      CREATE TABLE secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+    `,
+  },
+];
+
+const KEY_COLUMNS = 'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at';
+const ACCOUNT_COLUMNS = 'id, email, password_hash, password_changed_at, created_at';
+
+function isUniqueViolation(err: unknown): boolean {
+  return err instanceof Error && 'code' in err && err.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+export class SqliteConfigStore implements ConfigStore {
+  private readonly db: Db;
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(path: string) {
+    this.db = openSqlite(path);
+  }
+
+  /** Statements are compiled once per SQL text. */
+  private stmt<P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s as Statement<P, R>;
+  }
+
+  async migrate(): Promise<void> {
+    runSqliteMigrations(this.db, MIGRATIONS);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  async createAccount(a: { id: string; email: string; password_hash: string }): Promise<Account> {
+    const now = new Date().toISOString();
+    const email = normalizeStoredEmail(a.email);
+    try {
+      this.stmt(`INSERT INTO accounts (${ACCOUNT_COLUMNS}) VALUES (?, ?, ?, ?, ?)`).run(
+        a.id,
+        email,
+        a.password_hash,
+        now,
+        now,
+      );
+    } catch (err) {
+      if (isUniqueViolation(err) && (await this.getAccountByEmail(email))) throw emailTakenError();
+      throw err;
+    }
+    return { id: a.id, email, created_at: now };
+  }
+
+  async getAccountByEmail(email: string): Promise<AccountWithSecret | null> {
+    const row = this.stmt<[string], AccountWithSecret>(
+      `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE email = ?`,
+    ).get(normalizeStoredEmail(email));
+    return row ?? null;
+  }
+
+  async getAccountById(id: string): Promise<AccountWithSecret | null> {
+    const row = this.stmt<[string], AccountWithSecret>(
+      `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`,
+    ).get(id);
+    return row ?? null;
+  }
+
+  async setPassword(accountId: string, passwordHash: string): Promise<void> {
+    this.stmt('UPDATE accounts SET password_hash = ?, password_changed_at = ? WHERE id = ?').run(
+      passwordHash,
+      new Date().toISOString(),
+      accountId,
+    );
+  }
+
+  async createKey(k: {
+    id: string;
+    account_id: string;
+    name: string;
+    hash: string;
+    hint: string;
+    expires_at?: string | null;
+  }): Promise<KeyRecord> {
+    const rec: KeyRecord = {
+      id: k.id,
+      name: k.name,
+      account_id: k.account_id,
+      hint: k.hint,
+      created_at: new Date().toISOString(),
+      last_used_at: null,
+      expires_at: toIsoOrNull(k.expires_at),
+      revoked_at: null,
+    };
+    this.stmt(`INSERT INTO keys (${KEY_COLUMNS}, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+      rec.id,
+      rec.name,
+      rec.account_id,
+      rec.hint,
+      rec.created_at,
+      null,
+      rec.expires_at,
+      null,
+      k.hash,
+    );
+    return rec;
+  }
+
+  async getKeyByHash(hash: string): Promise<KeyRecord | null> {
+    return this.stmt<[string], KeyRecord>(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash) ?? null;
+  }
+
+  async getKey(id: string): Promise<KeyRecord | null> {
+    return this.stmt<[string], KeyRecord>(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`).get(id) ?? null;
+  }
+
+  async listKeys(accountId: string): Promise<KeyRecord[]> {
+    return this.stmt<[string], KeyRecord>(
+      `SELECT ${KEY_COLUMNS} FROM keys WHERE account_id = ? ORDER BY created_at DESC, id DESC`,
+    ).all(accountId);
+  }
+
+  async renameKey(id: string, name: string): Promise<void> {
+    this.stmt('UPDATE keys SET name = ? WHERE id = ?').run(name, id);
+  }
+
+  async revokeKey(id: string, at: string): Promise<KeyRecord | null> {
+    this.stmt('UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(toIso(at), id);
+    return this.getKey(id);
+  }
+
+  async setKeyExpiry(id: string, expiresAt: string | null): Promise<void> {
+    this.stmt('UPDATE keys SET expires_at = ? WHERE id = ?').run(toIsoOrNull(expiresAt), id);
+  }
+
+  async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
+    if (lastUsed.size === 0) return;
+    // Text comparison is time order because every stored time has the same toISOString() shape.
+    const stmt = this.stmt(
+      'UPDATE keys SET last_used_at = @at WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @at)',
+    );
+    this.db.transaction(() => {
+      for (const [id, at] of lastUsed) stmt.run({ id, at: toIso(at) });
+    })();
+  }
+
+  async ensureSecret(name: string, candidate: string): Promise<string> {
+    this.stmt(
+      'INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING',
+    ).run(name, candidate, new Date().toISOString());
+    const row = this.stmt<[string], { value: string }>('SELECT value FROM secrets WHERE name = ?').get(name);
+    return row!.value;
+  }
+
+  async createSession(s: SessionRecord): Promise<void> {
+    this.stmt(
+      'INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+    ).run(s.id_hash, s.account_id, toIso(s.created_at), toIso(s.last_seen_at), toIso(s.expires_at));
+  }
+
+  async getSession(idHash: string): Promise<SessionRecord | null> {
+    return (
+      this.stmt<[string], SessionRecord>(
+        'SELECT id_hash, account_id, created_at, last_seen_at, expires_at FROM sessions WHERE id_hash = ?',
+      ).get(idHash) ?? null
+    );
+  }
+
+  async touchSession(idHash: string, at: string): Promise<void> {
+    this.stmt('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?').run(toIso(at), idHash);
+  }
+
+  async deleteSession(idHash: string): Promise<void> {
+    this.stmt('DELETE FROM sessions WHERE id_hash = ?').run(idHash);
+  }
+
+  async deleteSessionsForAccount(accountId: string): Promise<void> {
+    this.stmt('DELETE FROM sessions WHERE account_id = ?').run(accountId);
+  }
+}

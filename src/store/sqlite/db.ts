@@ -1,0 +1,41 @@
+/** Opening a SQLite file the way both stores want it, and the numbered-migration runner they share. */
+import Database from 'better-sqlite3';
+
+export type Db = Database.Database;
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function openSqlite(path: string): Db {
+  const db = new Database(path);
+  // WAL lets the console read while the log writer writes; NORMAL is durable across app crashes in WAL mode.
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  return db;
+}
+
+/** Applies the migrations not yet recorded in schema_migrations, each in its own transaction, in order. */
+export function runSqliteMigrations(db: Db, migrations: readonly Migration[]): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+  )`);
+  const applied = db.prepare<[number], { version: number }>(
+    'SELECT version FROM schema_migrations WHERE version = ?',
+  );
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    // IMMEDIATE takes the write lock before the check, so a second process starting at once waits, then skips.
+    db.transaction(() => {
+      if (applied.get(m.version)) return;
+      db.exec(m.sql);
+      record.run(m.version, m.name, new Date().toISOString());
+    }).immediate();
+  }
+}

@@ -1,0 +1,57 @@
+import type { Migration } from './db.js';
+
+/** STRICT + CHECKs make a malformed row fail on its own, so insertBatch can skip it and keep the rest. */
+export const LOG_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'requests',
+    sql: `
+      CREATE TABLE requests (
+        id TEXT PRIMARY KEY NOT NULL,
+        created_at TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        provider TEXT NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        model TEXT,
+        stream INTEGER NOT NULL CHECK (stream IN (0, 1)),
+        status INTEGER NOT NULL,
+        outcome TEXT NOT NULL
+          CHECK (outcome IN ('ok', 'upstream_error', 'client_aborted', 'timeout', 'refused')),
+        error_code TEXT,
+        latency_ms REAL NOT NULL,
+        ttfb_ms REAL,
+        input_tokens INTEGER,
+        cache_read_tokens INTEGER,
+        cache_write_tokens INTEGER,
+        output_tokens INTEGER,
+        reasoning_tokens INTEGER,
+        usage_source TEXT NOT NULL CHECK (usage_source IN ('provider', 'estimated', 'partial', 'none')),
+        cost_usd REAL,
+        price_source TEXT,
+        end_user TEXT,
+        session TEXT,
+        properties TEXT NOT NULL CHECK (json_valid(properties)),
+        request_bytes INTEGER NOT NULL,
+        response_bytes INTEGER NOT NULL,
+        request_headers TEXT NOT NULL CHECK (json_valid(request_headers)),
+        response_headers TEXT NOT NULL CHECK (json_valid(response_headers)),
+        request_body TEXT,
+        response_body TEXT,
+        request_body_truncated INTEGER NOT NULL CHECK (request_body_truncated IN (0, 1)),
+        response_body_truncated INTEGER NOT NULL CHECK (response_body_truncated IN (0, 1)),
+        client_ip TEXT,
+        user_agent TEXT,
+        credential_fingerprint TEXT
+      ) STRICT;
+      CREATE INDEX requests_account_id ON requests(account_id, id);
+      CREATE INDEX requests_account_created ON requests(account_id, created_at);
+      CREATE INDEX requests_key ON requests(key_id);
+      CREATE INDEX requests_created ON requests(created_at);
+      -- Only rows that still hold a body: pruning bodies never rescans rows already stripped.
+      CREATE INDEX requests_with_body ON requests(created_at)
+        WHERE request_body IS NOT NULL OR response_body IS NOT NULL;
+    `,
+  },
+];

@@ -1,0 +1,257 @@
+/* eslint-disable @typescript-eslint/require-await -- better-sqlite3 is synchronous; `async` turns its throws
+   into rejections, as the interface promises. */
+/**
+ * LogStore on SQLite, in its own file apart from the config store: the request log is the write-heavy one.
+ */
+import type { Statement } from 'better-sqlite3';
+import type { RequestLogRow } from '../../log/record.js';
+import {
+  AGGREGATE_SQL,
+  BOOL_COLUMNS,
+  JSON_COLUMNS,
+  LOG_COLUMNS,
+  NO_MODEL_GROUP,
+  SUMMARY_COLUMNS,
+  buildWhere,
+  decodeCursor,
+  encodeCursor,
+  percentileCont,
+  sortBreakdown,
+  toUsageNumbers,
+  type AggregateRow,
+} from '../log-query.js';
+import { toIso } from '../time.js';
+import type {
+  InsertResult,
+  LogStore,
+  Page,
+  RequestFilter,
+  RequestSummary,
+  UsageBreakdownRow,
+  UsagePoint,
+} from '../types.js';
+import { openSqlite, runSqliteMigrations, type Db } from './db.js';
+import { LOG_MIGRATIONS } from './log-schema.js';
+
+type Params = Record<string, string | number | null>;
+type DbRow = Record<string, unknown>;
+
+const PRUNE_CHUNK = 5000;
+const BUCKET_SQL = {
+  minute: "substr(created_at, 1, 16) || ':00.000Z'",
+  hour: "substr(created_at, 1, 13) || ':00:00.000Z'",
+  day: "substr(created_at, 1, 10) || 'T00:00:00.000Z'",
+} as const;
+const GROUP_SQL = {
+  model: `COALESCE(model, '${NO_MODEL_GROUP}')`,
+  key_id: 'key_id',
+  provider: 'provider',
+} as const;
+
+function encodeRow(r: RequestLogRow): Params {
+  const p: Params = {};
+  for (const c of LOG_COLUMNS) {
+    const v: unknown = r[c];
+    p[c] = v === undefined ? null : (v as string | number | null);
+  }
+  p.created_at = toIso(r.created_at);
+  for (const c of BOOL_COLUMNS) p[c] = r[c] ? 1 : 0;
+  for (const c of JSON_COLUMNS) p[c] = JSON.stringify(r[c]);
+  return p;
+}
+
+function decodeRow<T>(row: DbRow): T {
+  for (const c of BOOL_COLUMNS) if (c in row) row[c] = row[c] === 1;
+  for (const c of JSON_COLUMNS) if (c in row) row[c] = JSON.parse(row[c] as string);
+  return row as T;
+}
+
+/** A failure that belongs to one row (constraint, type), as opposed to the database being unavailable. */
+function isRowError(err: unknown): boolean {
+  if (err instanceof TypeError || err instanceof RangeError) return true;
+  const code = err instanceof Error && 'code' in err ? String(err.code) : '';
+  return code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG';
+}
+
+export class SqliteLogStore implements LogStore {
+  private readonly db: Db;
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(path: string) {
+    this.db = openSqlite(path);
+  }
+
+  private stmt<P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s as Statement<P, R>;
+  }
+
+  async migrate(): Promise<void> {
+    runSqliteMigrations(this.db, LOG_MIGRATIONS);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  async insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
+    if (rows.length === 0) return { inserted: 0, rejected: 0 };
+    const insert = this.stmt<[Params]>(
+      `INSERT INTO requests (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map((c) => `@${c}`).join(', ')})
+       ON CONFLICT(id) DO NOTHING`,
+    );
+    const encoded: Params[] = [];
+    let rejected = 0;
+    for (const r of rows) {
+      try {
+        encoded.push(encodeRow(r));
+      } catch (err) {
+        if (!isRowError(err)) throw err;
+        rejected++;
+      }
+    }
+    try {
+      const inserted = this.db.transaction(() => encoded.reduce((n, p) => n + insert.run(p).changes, 0))();
+      return { inserted, rejected };
+    } catch (err) {
+      if (!isRowError(err)) throw err;
+    }
+    // One poison row must not sink the batch: redo it row by row, each under a savepoint, skipping failures.
+    const insertOne = this.db.transaction((p: Params) => insert.run(p).changes);
+    let inserted = 0;
+    this.db.transaction(() => {
+      for (const p of encoded) {
+        try {
+          inserted += insertOne(p);
+        } catch (err) {
+          if (!isRowError(err)) throw err;
+          rejected++;
+        }
+      }
+    })();
+    return { inserted, rejected };
+  }
+
+  async listRequests(
+    f: RequestFilter,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<RequestSummary>> {
+    const params: (string | number)[] = [];
+    let where = buildWhere(f, this.dialect(params));
+    if (opts.cursor) {
+      params.push(decodeCursor(opts.cursor));
+      where += ' AND id < ?';
+    }
+    const limit = Math.max(1, Math.floor(opts.limit));
+    params.push(limit + 1);
+    const rows = this.db
+      .prepare<unknown[], DbRow>(
+        `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id DESC LIMIT ?`,
+      )
+      .all(...params);
+    const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
+    const more = rows.length > limit;
+    return { items, next_cursor: more && items.length ? encodeCursor(items[items.length - 1]!.id) : null };
+  }
+
+  async getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
+    const row = this.stmt<[string, string], DbRow>(
+      `SELECT ${LOG_COLUMNS.join(', ')} FROM requests WHERE id = ? AND account_id = ?`,
+    ).get(id, accountId);
+    return row ? decodeRow<RequestLogRow>(row) : null;
+  }
+
+  async listRecent(opts: { limit: number; account_id?: string }): Promise<RequestSummary[]> {
+    const limit = Math.max(1, Math.floor(opts.limit));
+    const cols = SUMMARY_COLUMNS.join(', ');
+    const rows =
+      opts.account_id === undefined
+        ? this.stmt<[number], DbRow>(`SELECT ${cols} FROM requests ORDER BY id DESC LIMIT ?`).all(limit)
+        : this.stmt<[string, number], DbRow>(
+            `SELECT ${cols} FROM requests WHERE account_id = ? ORDER BY id DESC LIMIT ?`,
+          ).all(opts.account_id, limit);
+    return rows.map((r) => decodeRow<RequestSummary>(r));
+  }
+
+  async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
+    const groups = this.aggregate(f, BUCKET_SQL[bucket]);
+    return groups
+      .map(({ key, numbers }) => ({ bucket: key, ...numbers }))
+      .sort((a, b) => (a.bucket < b.bucket ? -1 : 1));
+  }
+
+  async usageBreakdown(f: RequestFilter, by: 'model' | 'key_id' | 'provider'): Promise<UsageBreakdownRow[]> {
+    return sortBreakdown(
+      this.aggregate(f, GROUP_SQL[by]).map(({ key, numbers }) => ({ group: key, ...numbers })),
+    );
+  }
+
+  /** Sums in SQL; percentiles in JS over each group's latencies (SQLite has no percentile_cont). */
+  private aggregate(f: RequestFilter, keySql: string) {
+    const params: (string | number)[] = [];
+    const where = buildWhere(f, this.dialect(params));
+    const sums = this.db
+      .prepare<unknown[], AggregateRow & { k: string }>(
+        `SELECT ${keySql} AS k, ${AGGREGATE_SQL} FROM requests WHERE ${where} GROUP BY k`,
+      )
+      .all(...params);
+    const latencies = new Map<string, number[]>();
+    const latencyRows = this.db
+      .prepare<unknown[], [string, number]>(`SELECT ${keySql}, latency_ms FROM requests WHERE ${where}`)
+      .raw()
+      .iterate(...params);
+    for (const [k, ms] of latencyRows) {
+      let list = latencies.get(k);
+      if (!list) latencies.set(k, (list = []));
+      list.push(ms);
+    }
+    return sums.map((s) => {
+      const sorted = (latencies.get(s.k) ?? []).sort((a, b) => a - b);
+      return {
+        key: s.k,
+        numbers: toUsageNumbers(s, percentileCont(sorted, 0.5), percentileCont(sorted, 0.95)),
+      };
+    });
+  }
+
+  async prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }> {
+    // Small chunks, each its own transaction, so the log writer is never blocked for long.
+    const del = this.stmt<[string, number]>(
+      'DELETE FROM requests WHERE rowid IN (SELECT rowid FROM requests WHERE created_at < ? LIMIT ?)',
+    );
+    let deleted = 0;
+    let n: number;
+    do {
+      n = del.run(toIso(before), PRUNE_CHUNK).changes;
+      deleted += n;
+    } while (n === PRUNE_CHUNK);
+    if (bodiesBefore !== undefined) {
+      const strip = this.stmt<[string, number]>(
+        `UPDATE requests SET request_body = NULL, response_body = NULL WHERE rowid IN (
+           SELECT rowid FROM requests INDEXED BY requests_with_body
+           WHERE created_at < ? AND (request_body IS NOT NULL OR response_body IS NOT NULL) LIMIT ?)`,
+      );
+      while (strip.run(toIso(bodiesBefore), PRUNE_CHUNK).changes === PRUNE_CHUNK);
+    }
+    return { deleted };
+  }
+
+  async count(): Promise<number> {
+    return this.stmt<[], { n: number }>('SELECT COUNT(*) AS n FROM requests').get()!.n;
+  }
+
+  private dialect(params: (string | number)[]) {
+    return {
+      bind(value: string | number) {
+        params.push(value);
+        return '?';
+      },
+      propertyEquals: (name: string, value: string) =>
+        `EXISTS (SELECT 1 FROM json_each(requests.properties) WHERE key = ${name} AND value = ${value})`,
+    };
+  }
+}

@@ -1,0 +1,73 @@
+/** Bounded byte keepers for the tap: the body-log prefix, and a head+tail window for large JSON bodies. */
+import { StringDecoder } from 'node:string_decoder';
+
+/** The first `limit` decoded bytes, for the log row. */
+export class BodyPrefix {
+  private parts: Buffer[] = [];
+  private kept = 0;
+  private total = 0;
+
+  constructor(private readonly limit: number) {}
+
+  add(chunk: Buffer): void {
+    this.total += chunk.length;
+    const room = this.limit - this.kept;
+    if (room <= 0) return;
+    const piece = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    this.parts.push(piece);
+    this.kept += piece.length;
+  }
+
+  get size(): number {
+    return this.total;
+  }
+
+  text(): { text: string; truncated: boolean } {
+    // StringDecoder.write holds back a multibyte character cut by the limit instead of mangling it.
+    const text = new StringDecoder('utf8').write(Buffer.concat(this.parts, this.kept));
+    return { text, truncated: this.total > this.kept };
+  }
+}
+
+/** The whole body up to `max` bytes; past that only its first `edge` and last `edge` bytes. */
+export class HeadTail {
+  private parts: Buffer[] = [];
+  private size = 0;
+  private overflow = false;
+  private head: Buffer = Buffer.alloc(0);
+  private tail: Buffer[] = [];
+  private tailSize = 0;
+
+  constructor(
+    private readonly max: number,
+    private readonly edge: number,
+  ) {}
+
+  add(chunk: Buffer): void {
+    if (!this.overflow) {
+      if (this.size + chunk.length <= this.max) {
+        this.parts.push(chunk);
+        this.size += chunk.length;
+        return;
+      }
+      const all = Buffer.concat([...this.parts, chunk]);
+      this.head = all.subarray(0, this.edge);
+      this.parts = [];
+      this.overflow = true;
+      this.tail = [all.subarray(Math.max(this.edge, all.length - this.edge))];
+      this.tailSize = this.tail[0]?.length ?? 0;
+      return;
+    }
+    this.tail.push(chunk);
+    this.tailSize += chunk.length;
+    while (this.tail.length > 1 && this.tailSize - (this.tail[0]?.length ?? 0) >= this.edge) {
+      this.tailSize -= this.tail.shift()?.length ?? 0;
+    }
+  }
+
+  /** Whole text, or null with head/tail texts when it overflowed. */
+  read(): { whole: string | null; head: string; tail: string } {
+    if (!this.overflow) return { whole: Buffer.concat(this.parts, this.size).toString('utf8'), head: '', tail: '' };
+    return { whole: null, head: this.head.toString('utf8'), tail: Buffer.concat(this.tail).toString('utf8') };
+  }
+}

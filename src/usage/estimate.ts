@@ -1,0 +1,168 @@
+/**
+ * Token estimates for when the provider reported no usage (a stream cut short, a stream without a usage
+ * chunk). gpt-tokenizer's o200k_base is exact for current OpenAI models and a fair approximation for
+ * Anthropic's; either way the row says `estimated`.
+ */
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { isRecord } from './normalize.js';
+
+/** Text beyond this is not tokenized but extrapolated from what was: keeps a huge prompt cheap. */
+const SAMPLE_CHARS = 256 * 1024;
+/** Per-message framing tokens (role markers etc.), per OpenAI's cookbook counting recipe. */
+const PER_MESSAGE_TOKENS = 4;
+const PER_REQUEST_TOKENS = 3;
+const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
+
+/** Keys whose string values are identifiers, markup or binary, not prompt text. */
+const SKIP_KEYS = new Set([
+  'type',
+  'role',
+  'id',
+  'tool_call_id',
+  'tool_use_id',
+  'media_type',
+  'data',
+  'url',
+  'image_url',
+  'file_data',
+  'file_id',
+  'cache_control',
+  'signature',
+]);
+
+export function countTextTokens(text: string): number {
+  if (text.length === 0) return 0;
+  if (text.length <= SAMPLE_CHARS) return countTokens(text, NO_SPECIAL);
+  const sample = countTokens(text.slice(0, SAMPLE_CHARS), NO_SPECIAL);
+  return Math.round((sample * text.length) / SAMPLE_CHARS);
+}
+
+function collectStrings(value: unknown, out: string[], budget: { chars: number }): void {
+  if (budget.chars <= 0) return;
+  if (typeof value === 'string') {
+    out.push(value);
+    budget.chars -= value.length;
+  } else if (Array.isArray(value)) {
+    for (const v of value) collectStrings(v, out, budget);
+  } else if (isRecord(value)) {
+    for (const [k, v] of Object.entries(value)) if (!SKIP_KEYS.has(k)) collectStrings(v, out, budget);
+  }
+}
+
+function countValueTokens(value: unknown): number {
+  const parts: string[] = [];
+  const budget = { chars: SAMPLE_CHARS * 8 };
+  collectStrings(value, parts, budget);
+  return countTextTokens(parts.join('\n'));
+}
+
+/** Prompt tokens of a request body (chat, responses, completions, embeddings, messages); null if none. */
+export function estimateRequestTokens(json: unknown): number | null {
+  if (!isRecord(json)) return null;
+  let tokens = 0;
+  let found = false;
+  if (Array.isArray(json.messages)) {
+    found = true;
+    tokens += PER_REQUEST_TOKENS + json.messages.length * PER_MESSAGE_TOKENS + countValueTokens(json.messages);
+  }
+  for (const key of ['system', 'instructions', 'prompt', 'input'] as const) {
+    const v = json[key];
+    if (v === undefined || v === null) continue;
+    found = true;
+    // Embeddings accept pre-tokenized input: arrays of token ids.
+    if (Array.isArray(v) && v.every((x) => typeof x === 'number')) tokens += v.length;
+    else if (Array.isArray(v) && v.every((x) => Array.isArray(x))) {
+      tokens += v.reduce((n: number, x: unknown[]) => n + x.length, 0);
+    } else tokens += countValueTokens(v);
+  }
+  // Tool definitions are rendered into the prompt; their JSON is a fair stand-in.
+  if (Array.isArray(json.tools) && json.tools.length > 0) tokens += countTextTokens(JSON.stringify(json.tools));
+  return found ? tokens : null;
+}
+
+/**
+ * Accumulates generated text as it streams. Bounded: past a threshold the pending text is tokenized and
+ * dropped, so memory stays small however long the stream.
+ */
+export class OutputCounter {
+  private pending: string[] = [];
+  private pendingChars = 0;
+  private counted = 0;
+  private any = false;
+
+  constructor(private readonly flushChars = 64 * 1024) {}
+
+  add(text: string): void {
+    if (text.length === 0) return;
+    this.any = true;
+    this.pending.push(text);
+    this.pendingChars += text.length;
+    if (this.pendingChars >= this.flushChars) this.flush();
+  }
+
+  /** Has any generated text been seen? */
+  get seen(): boolean {
+    return this.any;
+  }
+
+  total(): number {
+    this.flush();
+    return this.counted;
+  }
+
+  private flush(): void {
+    if (this.pendingChars === 0) return;
+    this.counted += countTextTokens(this.pending.join(''));
+    this.pending = [];
+    this.pendingChars = 0;
+  }
+}
+
+/** Generated text inside a complete (non-streamed) response body, for the estimate. */
+export function collectResponseText(json: unknown, counter: OutputCounter): void {
+  if (!isRecord(json)) return;
+  if (Array.isArray(json.choices)) {
+    for (const c of json.choices) {
+      if (!isRecord(c)) continue;
+      if (typeof c.text === 'string') counter.add(c.text);
+      if (isRecord(c.message)) addDeltaText(c.message, counter);
+    }
+  }
+  if (Array.isArray(json.content)) {
+    for (const block of json.content) if (isRecord(block)) addAnthropicBlockText(block, counter);
+  }
+  if (typeof json.completion === 'string') counter.add(json.completion);
+  if (Array.isArray(json.output)) {
+    for (const item of json.output) {
+      if (!isRecord(item)) continue;
+      if (typeof item.arguments === 'string') counter.add(item.arguments);
+      if (Array.isArray(item.content)) {
+        for (const part of item.content) if (isRecord(part) && typeof part.text === 'string') counter.add(part.text);
+      }
+    }
+  }
+}
+
+/** OpenAI chat `message` or streamed `delta`. */
+export function addDeltaText(delta: Record<string, unknown>, counter: OutputCounter): void {
+  if (typeof delta.content === 'string') counter.add(delta.content);
+  if (typeof delta.reasoning_content === 'string') counter.add(delta.reasoning_content);
+  if (typeof delta.refusal === 'string') counter.add(delta.refusal);
+  if (Array.isArray(delta.tool_calls)) {
+    for (const call of delta.tool_calls) {
+      if (isRecord(call) && isRecord(call.function)) {
+        if (typeof call.function.name === 'string') counter.add(call.function.name);
+        if (typeof call.function.arguments === 'string') counter.add(call.function.arguments);
+      }
+    }
+  }
+}
+
+/** Anthropic content block (complete) or content_block_delta's `delta`. */
+export function addAnthropicBlockText(block: Record<string, unknown>, counter: OutputCounter): void {
+  for (const key of ['text', 'thinking', 'partial_json'] as const) {
+    const v = block[key];
+    if (typeof v === 'string') counter.add(v);
+  }
+  if (block.type === 'tool_use' && block.input !== undefined) counter.add(JSON.stringify(block.input));
+}

@@ -1,0 +1,80 @@
+/**
+ * Locating one top-level member of a JSON object's text without parsing it, so it can be cut out while
+ * every other byte stays as it was. Works on latin1-decoded text too (UTF-8 continuation bytes are never
+ * JSON punctuation).
+ */
+import { findObjectEnd } from './normalize.js';
+
+export interface MemberSpan {
+  keyStart: number;
+  valueStart: number;
+  valueEnd: number; // exclusive
+}
+
+const isSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+
+function skipSpace(text: string, i: number): number {
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/** Index just past the string starting at `i` (a `"`), or -1. */
+function stringEnd(text: string, i: number): number {
+  for (let j = i + 1; j < text.length; j++) {
+    const c = text.charCodeAt(j);
+    if (c === 0x5c) j++;
+    else if (c === 0x22) return j + 1;
+  }
+  return -1;
+}
+
+function valueEnd(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c === 0x22) return stringEnd(text, i);
+  if (c === 0x7b || c === 0x5b) {
+    const close = findObjectEnd(text, i);
+    return close < 0 ? -1 : close + 1;
+  }
+  let j = i;
+  while (j < text.length) {
+    const d = text.charCodeAt(j);
+    if (d === 0x2c || d === 0x7d || d === 0x5d || isSpace(d)) break;
+    j++;
+  }
+  return j > i ? j : -1;
+}
+
+/** The member `key` of the object whose `{` is at `open`; null if absent or the text is malformed. */
+export function findTopLevelMember(text: string, key: string, open: number): MemberSpan | null {
+  const quoted = `"${key}"`;
+  let i = open + 1;
+  for (;;) {
+    i = skipSpace(text, i);
+    if (text.charCodeAt(i) !== 0x22) return null; // `}` (end) or malformed
+    const keyStart = i;
+    const keyEnd = stringEnd(text, i);
+    if (keyEnd < 0) return null;
+    i = skipSpace(text, keyEnd);
+    if (text.charCodeAt(i) !== 0x3a) return null;
+    const vStart = skipSpace(text, i + 1);
+    const vEnd = valueEnd(text, vStart);
+    if (vEnd < 0) return null;
+    if (keyEnd - keyStart === quoted.length && text.startsWith(quoted, keyStart)) {
+      return { keyStart, valueStart: vStart, valueEnd: vEnd };
+    }
+    i = skipSpace(text, vEnd);
+    if (text.charCodeAt(i) !== 0x2c) return null;
+    i++;
+  }
+}
+
+/** `text` without the member, and without the comma that separated it from its neighbour. */
+export function removeMember(text: string, span: MemberSpan): string {
+  let before = span.keyStart - 1;
+  while (before >= 0 && isSpace(text.charCodeAt(before))) before--;
+  if (text.charCodeAt(before) === 0x2c) return text.slice(0, before) + text.slice(span.valueEnd);
+  // First member: take the comma after it instead.
+  let after = skipSpace(text, span.valueEnd);
+  if (text.charCodeAt(after) === 0x2c) after = skipSpace(text, after + 1);
+  return text.slice(0, span.keyStart) + text.slice(after);
+}

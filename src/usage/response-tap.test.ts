@@ -1,0 +1,342 @@
+import zlib from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { createResponseTap } from './response-tap.js';
+import { parseRequestInfo } from './request-info.js';
+import { anthropicStream, DELTAS, openAIChatStream, openAIResponsesStream } from './test-streams.js';
+import type { RequestInfo, Usage } from './types.js';
+
+/** `zstd -3` of anthropicStream() written to a file (so the frame records its size) (Node 20's zlib cannot compress zstd). */
+const ANTHROPIC_ZSTD =
+  'KLUv/WRmBJULAJaQNiyARUkHq8ooUoDAo7nBTIiAlO36WwpBRCTaTrQid0uLYYqGzm2ezPk0bXHvsCgAKQAqANlWsdlhRrfQ09OZxeDm/KGefvV8EvqPRGFjQxrC5pUMZE6DRLUmQgbv0ffk3FN1XcaE1rPNTwMC6q3ZuuzpCmaxLJqlURRKp+qyku2hY1d3AY7sRd2RTZ2nN9g6goUgURQx/fZpWZiGCS1dpzEhtrKAIXtaNOqs2dheHQgSvVFEyTTfQXK6Qq9X0/xTtykwPARIFhoAOERMJGmdg5AIwHbZ1hnqPL8KOiAwQmKkQnZfDkCkAPQHLsZTgSRGgeDIPEx+ntUoQ8AP6LQffpAAUTdgwaA4AHETQEwrgE3ibqrh/NICkVLomuAyAZ05ZbiheYBJDfgWNh5gSEAFUlgHDO4dWwESiODLRh5gtyP2hOEsGA6wvXDjJKioCuMZkJCVqRz/Og0LAKJ8AAJDqzCfFwcsKG84xsKBaARHJwPlH7Xf';
+
+const json = (v: unknown) => Buffer.from(JSON.stringify(v));
+
+function request(provider: 'openai' | 'anthropic', path: string, body: unknown): RequestInfo {
+  return parseRequestInfo(provider, path, json(body), 'application/json');
+}
+
+const chatRequest = request('openai', '/v1/chat/completions', {
+  model: 'gpt-4o-mini',
+  stream: true,
+  messages: [
+    { role: 'system', content: 'You are terse.' },
+    { role: 'user', content: 'Say hello to the world in two languages, please.' },
+  ],
+});
+const messagesRequest = request('anthropic', '/v1/messages', {
+  model: 'claude-sonnet-4-20250514',
+  stream: true,
+  max_tokens: 100,
+  system: 'You are terse.',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello to the world.' }] }],
+});
+const responsesRequest = request('openai', '/v1/responses', { model: 'gpt-4o', stream: true, input: 'Hello' });
+
+const SSE = { 'content-type': 'text/event-stream; charset=utf-8' };
+const JSON_TYPE = { 'content-type': 'application/json' };
+
+interface Run {
+  info: RequestInfo;
+  headers?: Record<string, string>;
+  status?: number;
+  chunks: Buffer[];
+  complete?: boolean;
+  bodyLogBytes?: number;
+}
+
+function runTap({ info, headers = SSE, status = 200, chunks, complete = true, bodyLogBytes = 65536 }: Run) {
+  const tap = createResponseTap(info, { status, headers }, { bodyLogBytes });
+  for (const c of chunks) tap.write(c);
+  return { usage: tap.finish(complete), body: tap.body() };
+}
+
+/** Every way to cut `bytes` in two, plus one byte at a time. */
+function* splits(bytes: Buffer): Generator<Buffer[]> {
+  for (let k = 0; k <= bytes.length; k++) yield [bytes.subarray(0, k), bytes.subarray(k)];
+  yield Array.from(bytes, (_b, i) => bytes.subarray(i, i + 1));
+}
+
+const OPENAI_EXPECTED: Partial<Usage> = {
+  input_tokens: 120,
+  cache_read_tokens: 64,
+  cache_write_tokens: 0,
+  output_tokens: 30,
+  reasoning_tokens: 12,
+  source: 'provider',
+  model: 'gpt-4o-mini-2024-07-18',
+};
+const ANTHROPIC_EXPECTED: Partial<Usage> = {
+  input_tokens: 130, // 25 uncached + 5 cache writes + 100 cache reads
+  cache_read_tokens: 100,
+  cache_write_tokens: 5,
+  output_tokens: 42,
+  reasoning_tokens: null,
+  source: 'provider',
+  model: 'claude-sonnet-4-20250514',
+};
+
+describe('createResponseTap on SSE streams', () => {
+  it('reads the OpenAI usage chunk however the stream is split', () => {
+    const bytes = Buffer.from(openAIChatStream({ includeUsage: true }));
+    for (const chunks of splits(bytes)) {
+      expect(runTap({ info: chatRequest, chunks }).usage).toMatchObject(OPENAI_EXPECTED);
+    }
+  });
+
+  it('reads Anthropic message_start plus the cumulative message_delta however the stream is split', () => {
+    const bytes = Buffer.from(anthropicStream());
+    for (const chunks of splits(bytes)) {
+      expect(runTap({ info: messagesRequest, chunks }).usage).toMatchObject(ANTHROPIC_EXPECTED);
+    }
+  });
+
+  it('reads CRLF line endings and multi-line data fields', () => {
+    const crlf = Buffer.from(anthropicStream().replace(/\n/g, '\r\n'));
+    for (const chunks of splits(crlf)) {
+      expect(runTap({ info: messagesRequest, chunks }).usage).toMatchObject(ANTHROPIC_EXPECTED);
+    }
+    const cr = Buffer.from(openAIChatStream({ includeUsage: true }).replace(/\n/g, '\r'));
+    expect(runTap({ info: chatRequest, chunks: [...splits(cr)].at(-1)! }).usage).toMatchObject(OPENAI_EXPECTED);
+    const usageChunk = JSON.stringify({ id: 'x', model: 'gpt-4o', choices: [], usage: { prompt_tokens: 9, completion_tokens: 4 } }, null, 1);
+    const multi = Buffer.from(`data: ${usageChunk.split('\n').join('\ndata: ')}\n\ndata: [DONE]\n\n`);
+    for (const chunks of splits(multi)) {
+      expect(runTap({ info: chatRequest, chunks }).usage).toMatchObject({ input_tokens: 9, output_tokens: 4, source: 'provider' });
+    }
+  });
+
+  it('reads the Responses API usage from response.completed', () => {
+    const bytes = Buffer.from(openAIResponsesStream());
+    for (const chunks of splits(bytes)) {
+      expect(runTap({ info: responsesRequest, chunks }).usage).toMatchObject({
+        input_tokens: 300,
+        cache_read_tokens: 256,
+        output_tokens: 50,
+        reasoning_tokens: 20,
+        source: 'provider',
+        model: 'gpt-4o-2024-08-06',
+      });
+    }
+  });
+
+  it('decodes gzip, deflate and br streams split at every compressed byte', () => {
+    const openai = Buffer.from(openAIChatStream({ includeUsage: true }));
+    const anthropic = Buffer.from(anthropicStream());
+    const codecs: Array<[string, (b: Buffer) => Buffer]> = [
+      ['gzip', (b) => zlib.gzipSync(b)],
+      ['deflate', (b) => zlib.deflateSync(b)],
+      ['br', (b) => zlib.brotliCompressSync(b)],
+    ];
+    for (const [encoding, compress] of codecs) {
+      const headers = { ...SSE, 'content-encoding': encoding };
+      for (const chunks of splits(compress(openai))) {
+        expect(runTap({ info: chatRequest, headers, chunks }).usage).toMatchObject(OPENAI_EXPECTED);
+      }
+      for (const chunks of splits(compress(anthropic))) {
+        const { usage, body } = runTap({ info: messagesRequest, headers, chunks });
+        expect(usage).toMatchObject(ANTHROPIC_EXPECTED);
+        expect(body.text).toBe(anthropic.toString());
+      }
+    }
+  });
+
+  it('decodes a zstd stream split at every compressed byte', () => {
+    const packed = Buffer.from(ANTHROPIC_ZSTD, 'base64');
+    const headers = { ...SSE, 'content-encoding': 'zstd' };
+    for (const chunks of splits(packed)) {
+      const { usage, body } = runTap({ info: messagesRequest, headers, chunks });
+      expect(usage).toMatchObject(ANTHROPIC_EXPECTED);
+      expect(body.text).toBe(anthropicStream());
+    }
+  });
+
+  it('marks an Anthropic stream cut after message_start as partial, counting the text streamed so far', () => {
+    const full = anthropicStream();
+    const cut = Buffer.from(full.slice(0, full.indexOf('event: content_block_stop')));
+    const { usage } = runTap({ info: messagesRequest, chunks: [cut], complete: false });
+    expect(usage).toMatchObject({ input_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 5, source: 'partial' });
+    expect(usage.output_tokens).toBeGreaterThan(1);
+  });
+
+  it('estimates an OpenAI stream cut before its usage chunk from the request and the text seen', () => {
+    const full = openAIChatStream({ includeUsage: true });
+    const cut = Buffer.from(full.slice(0, full.indexOf('"choices":[]')));
+    const { usage } = runTap({ info: chatRequest, chunks: [cut], complete: false });
+    expect(usage.source).toBe('estimated');
+    expect(usage.input_tokens).toBeGreaterThan(10);
+    expect(usage.output_tokens).toBeGreaterThan(3);
+    expect(usage.cache_read_tokens).toBeNull();
+    expect(usage.model).toBe('gpt-4o-mini-2024-07-18');
+  });
+
+  it('estimates a complete OpenAI stream that carried no usage chunk', () => {
+    const bytes = Buffer.from(openAIChatStream({ includeUsage: false }));
+    const { usage } = runTap({ info: chatRequest, chunks: [bytes] });
+    expect(usage.source).toBe('estimated');
+    expect(usage.output_tokens).toBeGreaterThan(3);
+    expect(usage.input_tokens).toBeGreaterThan(10);
+  });
+
+  it('ignores provider error events and odd data without throwing', () => {
+    const bytes = Buffer.from(
+      ': comment\n\ndata: not json\n\nevent: error\ndata: {"type":"error","error":{"type":"overloaded_error"}}\n\n',
+    );
+    expect(runTap({ info: messagesRequest, chunks: [bytes] }).usage.source).toBe('estimated');
+  });
+});
+
+describe('createResponseTap on JSON bodies', () => {
+  const chatJson = {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    model: 'gpt-4o-2024-08-06',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+    usage: {
+      prompt_tokens: 50,
+      completion_tokens: 5,
+      total_tokens: 55,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+    },
+  };
+
+  it('reads chat completion usage, also gzip/deflate/br compressed', () => {
+    const info = request('openai', '/v1/chat/completions', { model: 'gpt-4o', messages: [] });
+    const raw = json(chatJson);
+    const expected = { input_tokens: 50, cache_read_tokens: 0, output_tokens: 5, reasoning_tokens: 0, source: 'provider', model: 'gpt-4o-2024-08-06' };
+    expect(runTap({ info, headers: JSON_TYPE, chunks: [raw] }).usage).toMatchObject(expected);
+    for (const [enc, bytes] of [
+      ['gzip', zlib.gzipSync(raw)],
+      ['deflate', zlib.deflateSync(raw)],
+      ['br', zlib.brotliCompressSync(raw)],
+    ] as const) {
+      for (const chunks of splits(bytes)) {
+        const headers = { ...JSON_TYPE, 'content-encoding': enc };
+        expect(runTap({ info, headers, chunks }).usage).toMatchObject(expected);
+      }
+    }
+  });
+
+  it('reads Responses API, embeddings and Anthropic message usage', () => {
+    const responses = runTap({
+      info: request('openai', '/v1/responses', { model: 'o3', input: 'x' }),
+      headers: JSON_TYPE,
+      chunks: [
+        json({
+          model: 'o3-2025-04-16',
+          usage: { input_tokens: 10, input_tokens_details: { cached_tokens: 4 }, output_tokens: 100, output_tokens_details: { reasoning_tokens: 80 } },
+        }),
+      ],
+    });
+    expect(responses.usage).toMatchObject({ input_tokens: 10, cache_read_tokens: 4, output_tokens: 100, reasoning_tokens: 80, source: 'provider' });
+
+    const embeddings = runTap({
+      info: request('openai', '/v1/embeddings', { model: 'text-embedding-3-small', input: 'hi' }),
+      headers: JSON_TYPE,
+      chunks: [json({ object: 'list', data: [], model: 'text-embedding-3-small', usage: { prompt_tokens: 7, total_tokens: 7 } })],
+    });
+    expect(embeddings.usage).toMatchObject({ input_tokens: 7, output_tokens: 0, source: 'provider' });
+
+    const message = runTap({
+      info: request('anthropic', '/v1/messages', { model: 'claude-3-5-haiku-latest', messages: [] }),
+      headers: JSON_TYPE,
+      chunks: [
+        json({
+          type: 'message',
+          model: 'claude-3-5-haiku-20241022',
+          content: [{ type: 'text', text: 'Hi' }],
+          usage: { input_tokens: 3, cache_creation_input_tokens: 2000, cache_read_input_tokens: 0, output_tokens: 9 },
+        }),
+      ],
+    });
+    expect(message.usage).toMatchObject({
+      input_tokens: 2003,
+      cache_write_tokens: 2000,
+      cache_read_tokens: 0,
+      output_tokens: 9,
+      source: 'provider',
+      model: 'claude-3-5-haiku-20241022',
+    });
+  });
+
+  it('says none for non-LLM endpoints and for provider error responses', () => {
+    const models = runTap({
+      info: parseRequestInfo('openai', '/v1/models', Buffer.alloc(0), undefined),
+      headers: JSON_TYPE,
+      chunks: [json({ object: 'list', data: [] })],
+    });
+    expect(models.usage).toEqual({
+      input_tokens: null,
+      cache_read_tokens: null,
+      cache_write_tokens: null,
+      output_tokens: null,
+      reasoning_tokens: null,
+      source: 'none',
+      model: null,
+    });
+    const error = runTap({
+      info: messagesRequest,
+      status: 529,
+      headers: JSON_TYPE,
+      chunks: [json({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })],
+    });
+    expect(error.usage).toMatchObject({ source: 'none', input_tokens: null, output_tokens: null });
+    expect(error.body.text).toContain('overloaded_error');
+  });
+
+  it('estimates a truncated JSON body instead of reporting zero', () => {
+    const raw = json(chatJson);
+    const { usage } = runTap({ info: chatRequest, headers: JSON_TYPE, chunks: [raw.subarray(0, 40)], complete: false });
+    expect(usage.source).toBe('estimated');
+    expect(usage.input_tokens).toBeGreaterThan(0);
+  });
+
+  it('survives corrupt compressed bodies and unknown encodings', () => {
+    const garbage = Buffer.from('definitely not gzip data');
+    for (const enc of ['gzip', 'br', 'zstd', 'deflate', 'compress']) {
+      const { usage, body } = runTap({
+        info: chatRequest,
+        headers: { ...JSON_TYPE, 'content-encoding': enc },
+        chunks: [garbage, garbage],
+      });
+      expect(['estimated', 'none']).toContain(usage.source);
+      expect(body.truncated).toBe(false);
+    }
+  });
+
+  it('reads usage from the tail of a body too large to keep whole', () => {
+    const big = {
+      object: 'list',
+      model: 'text-embedding-3-small',
+      data: Array.from({ length: 80_000 }, (_v, i) => ({ object: 'embedding', index: i, embedding: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0] })),
+      usage: { prompt_tokens: 4321, total_tokens: 4321 },
+    };
+    const raw = json(big);
+    expect(raw.length).toBeGreaterThan(8 * 1024 * 1024);
+    const chunks = Array.from({ length: Math.ceil(raw.length / 65536) }, (_v, i) => raw.subarray(i * 65536, (i + 1) * 65536));
+    const info = request('openai', '/v1/embeddings', { model: 'text-embedding-3-small', input: 'x' });
+    const { usage, body } = runTap({ info, headers: JSON_TYPE, chunks, bodyLogBytes: 100 });
+    expect(usage).toMatchObject({ input_tokens: 4321, output_tokens: 0, source: 'provider', model: 'text-embedding-3-small' });
+    expect(body).toEqual({ text: raw.subarray(0, 100).toString(), truncated: true });
+  });
+});
+
+describe('ResponseTap.body', () => {
+  const bytes = Buffer.from(openAIChatStream({ includeUsage: true }));
+
+  it('returns the decoded prefix, never cutting a UTF-8 character in half', () => {
+    const at = bytes.indexOf(Buffer.from('世')) + 1; // one byte into a 3-byte character
+    const { body } = runTap({ info: chatRequest, chunks: [bytes], bodyLogBytes: at });
+    expect(body.truncated).toBe(true);
+    expect(body.text).toBe(bytes.subarray(0, at - 1).toString());
+  });
+
+  it('returns the whole text when it fits and null when body logging is off', () => {
+    expect(runTap({ info: chatRequest, chunks: [bytes] }).body).toEqual({ text: bytes.toString(), truncated: false });
+    expect(runTap({ info: chatRequest, chunks: [bytes], bodyLogBytes: 0 }).body).toEqual({ text: null, truncated: false });
+  });
+
+  it('keeps the stream text even for the deltas containing emoji', () => {
+    const { body } = runTap({ info: chatRequest, chunks: [...splits(bytes)].at(-1)! });
+    for (const d of DELTAS) expect(body.text).toContain(JSON.stringify(d).slice(1, -1));
+  });
+});

@@ -1,0 +1,181 @@
+/**
+ * Reads usage from a response as it passes: a JSON body at the end, an SSE stream event by event. Only
+ * observes; never throws into the proxy (a body it cannot read yields an estimate or `none`).
+ */
+import { BodyPrefix, HeadTail } from './body-buffers.js';
+import { createBodyDecoder, type BodyDecoder } from './decoder.js';
+import { collectResponseText, estimateRequestTokens, OutputCounter } from './estimate.js';
+import {
+  anthropicCounts,
+  classifyEndpoint,
+  findUsageObject,
+  isRecord,
+  mergeAnthropicUsage,
+  normalizeOpenAIUsage,
+  type AnthropicParts,
+  type Endpoint,
+  type TokenCounts,
+} from './normalize.js';
+import { createStreamReader, type StreamReader } from './stream-reader.js';
+import type { RequestInfo, ResponseTap, Usage } from './types.js';
+
+/** JSON bodies up to this size are parsed whole; larger ones (big embedding batches) by their tail. */
+const MAX_JSON_BYTES = 8 * 1024 * 1024;
+const JSON_EDGE_BYTES = 256 * 1024;
+
+type Headers = Record<string, string | string[] | undefined>;
+
+function header(headers: Headers, name: string): string | undefined {
+  let v = headers[name];
+  if (v === undefined) {
+    const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
+    v = key === undefined ? undefined : headers[key];
+  }
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+const NO_TOKENS: TokenCounts = {
+  input_tokens: null,
+  cache_read_tokens: null,
+  cache_write_tokens: null,
+  output_tokens: null,
+  reasoning_tokens: null,
+};
+
+export function createResponseTap(
+  info: RequestInfo,
+  res: { status: number; headers: Headers },
+  opts: { bodyLogBytes: number },
+): ResponseTap {
+  const endpoint = classifyEndpoint(info.provider, info.path);
+  const contentType = (header(res.headers, 'content-type') ?? '').toLowerCase();
+  const isSse = contentType.includes('text/event-stream');
+  const decoder: BodyDecoder | null = createBodyDecoder(header(res.headers, 'content-encoding'));
+  const prefix = opts.bodyLogBytes > 0 ? new BodyPrefix(opts.bodyLogBytes) : null;
+  const output = new OutputCounter();
+  // Only token-billed endpoints are parsed; the rest just feed the body log.
+  const stream: StreamReader | null = isSse && endpoint ? createStreamReader(endpoint, output) : null;
+  const json = !isSse && endpoint ? new HeadTail(MAX_JSON_BYTES, JSON_EDGE_BYTES) : null;
+  let unreadable = decoder === null;
+  let result: Usage | null = null;
+
+  const take = (decoded: Buffer[]) => {
+    for (const buf of decoded) {
+      prefix?.add(buf);
+      stream?.push(buf);
+      json?.add(buf);
+    }
+  };
+
+  return {
+    write(chunk) {
+      if (unreadable || result || !decoder) return;
+      try {
+        take(decoder.push(chunk));
+      } catch {
+        unreadable = true; // corrupt encoding: keep what was read, stop reading
+      }
+    },
+    // Whether the stream was cut short shows in what arrived: no final usage event, or unparsable JSON.
+    finish() {
+      if (result) return result;
+      if (!unreadable && decoder) {
+        try {
+          take(decoder.end());
+        } catch {
+          unreadable = true;
+        }
+      }
+      try {
+        stream?.end();
+        result = computeUsage(info, endpoint, res.status, stream, json, output);
+      } catch {
+        result = { ...NO_TOKENS, source: 'none', model: null };
+      }
+      return result;
+    },
+    body() {
+      if (!prefix || decoder === null) return { text: null, truncated: false };
+      return prefix.text();
+    },
+  };
+}
+
+interface Reported {
+  counts: TokenCounts | null;
+  anthropic: AnthropicParts | null;
+  model: string | null;
+  final: boolean; // the provider's usage for the whole request was seen
+}
+
+function readJson(provider: RequestInfo['provider'], body: HeadTail, output: OutputCounter): Reported {
+  const { whole, head, tail } = body.read();
+  let parsed: unknown = null;
+  if (whole !== null) {
+    try {
+      parsed = JSON.parse(whole) as unknown;
+    } catch {
+      parsed = null;
+    }
+  }
+  let usage: unknown;
+  let model: string | null = null;
+  if (isRecord(parsed)) {
+    const inner = isRecord(parsed.response) ? parsed.response : parsed; // Responses API background wrappers
+    usage = inner.usage;
+    model = typeof inner.model === 'string' ? inner.model : null;
+    collectResponseText(inner, output);
+  } else if (whole === null) {
+    usage = findUsageObject(tail);
+    model = /"model"\s*:\s*"([^"\\]{1,200})"/.exec(head)?.[1] ?? null;
+  }
+  if (provider === 'openai') {
+    const counts = normalizeOpenAIUsage(usage);
+    return { counts, anthropic: null, model, final: counts !== null };
+  }
+  const parts: AnthropicParts = { input: null, cacheWrite: null, cacheRead: null, output: null };
+  const seen = mergeAnthropicUsage(parts, usage);
+  return { counts: null, anthropic: seen ? parts : null, model, final: seen };
+}
+
+function computeUsage(
+  info: RequestInfo,
+  endpoint: Endpoint | null,
+  status: number,
+  stream: StreamReader | null,
+  json: HeadTail | null,
+  output: OutputCounter,
+): Usage {
+  if (!endpoint) return { ...NO_TOKENS, source: 'none', model: null };
+  const reported: Reported = stream
+    ? stream.reported()
+    : json
+      ? readJson(info.provider, json, output)
+      : { counts: null, anthropic: null, model: null, final: false };
+  const model = reported.model;
+
+  if (reported.counts) {
+    return { ...reported.counts, source: reported.final ? 'provider' : 'partial', model };
+  }
+  if (reported.anthropic) {
+    const counts = anthropicCounts(reported.anthropic);
+    if (reported.final) return { ...counts, source: 'provider', model };
+    // Cut short: message_start's output count is a placeholder; what was streamed says more.
+    const streamed = output.total();
+    const out = Math.max(counts.output_tokens ?? 0, streamed);
+    return { ...counts, output_tokens: out, source: 'partial', model };
+  }
+  // The provider bills nothing for a refused request: no estimate for an error response.
+  if (status >= 400 || status < 200) return { ...NO_TOKENS, source: 'none', model };
+  const input = estimateRequestTokens(info.json);
+  if (input === null && !output.seen) return { ...NO_TOKENS, source: 'none', model };
+  return {
+    input_tokens: input,
+    cache_read_tokens: null,
+    cache_write_tokens: null,
+    output_tokens: endpoint === 'openai-embeddings' ? 0 : output.total(),
+    reasoning_tokens: null,
+    source: 'estimated',
+    model,
+  };
+}

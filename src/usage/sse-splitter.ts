@@ -1,0 +1,136 @@
+/**
+ * Splits an SSE byte stream into events at their blank-line terminators (HTML Living Standard, "server-sent
+ * events": lines end in CRLF, LF or CR). Works on bytes, never on decoded text, so a chunk boundary inside a
+ * multibyte character or between CR and LF is harmless, and raw event bytes can be passed on unchanged.
+ */
+
+const CR = 0x0d;
+const LF = 0x0a;
+
+export interface SseSegment {
+  /** The bytes of this segment, exactly as received. */
+  raw: Buffer;
+  /** false for the lone LF of a CRLF whose CR ended the previous event (belongs to no event). */
+  isEvent: boolean;
+  /** true when the event outgrew maxEventBytes: `raw` then holds only its head and tail. */
+  clipped: boolean;
+}
+
+export class SseSplitter {
+  private parts: Buffer[] = [];
+  private size = 0;
+  private lineLen = 0;
+  private lastWasCR = false;
+  private clipped = false;
+  private tail: Buffer[] = [];
+  private tailSize = 0;
+
+  /** maxEventBytes bounds memory: past it an event keeps its first and last maxEventBytes/2 bytes. */
+  constructor(private readonly maxEventBytes = Number.POSITIVE_INFINITY) {}
+
+  push(chunk: Buffer, onSegment: (segment: SseSegment) => void): void {
+    let start = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i];
+      if (b === LF) {
+        if (this.lastWasCR) {
+          this.lastWasCR = false;
+          if (this.size === 0 && i === start) {
+            // The LF of a CRLF whose CR already ended the previous event.
+            onSegment({ raw: chunk.subarray(i, i + 1), isEvent: false, clipped: false });
+            start = i + 1;
+          }
+          continue;
+        }
+        if (this.lineLen === 0) {
+          this.emit(chunk.subarray(start, i + 1), onSegment);
+          start = i + 1;
+        }
+        this.lineLen = 0;
+      } else if (b === CR) {
+        this.lastWasCR = true;
+        if (this.lineLen === 0) {
+          this.emit(chunk.subarray(start, i + 1), onSegment);
+          start = i + 1;
+        }
+        this.lineLen = 0;
+      } else {
+        this.lastWasCR = false;
+        this.lineLen++;
+      }
+    }
+    if (start < chunk.length) this.append(chunk.subarray(start));
+  }
+
+  /** Bytes of an unterminated last event, if any (a stream cut short, or no final blank line). */
+  end(onSegment: (segment: SseSegment) => void): void {
+    if (this.size > 0 || this.tailSize > 0) this.emit(Buffer.alloc(0), onSegment);
+  }
+
+  private append(piece: Buffer): void {
+    if (!this.clipped && this.size + piece.length <= this.maxEventBytes) {
+      this.parts.push(piece);
+      this.size += piece.length;
+      return;
+    }
+    if (!this.clipped) {
+      // Keep the head (event name, start of data) and from now on a rolling tail (where usage sits).
+      const head = Buffer.concat(this.parts, this.size).subarray(0, Math.floor(this.maxEventBytes / 2));
+      const rest = Buffer.concat(this.parts, this.size).subarray(head.length);
+      this.parts = [head];
+      this.size = head.length;
+      this.clipped = true;
+      this.pushTail(rest);
+    }
+    this.pushTail(piece);
+  }
+
+  private pushTail(piece: Buffer): void {
+    const keep = Math.ceil(this.maxEventBytes / 2);
+    this.tail.push(piece);
+    this.tailSize += piece.length;
+    while (this.tail.length > 1 && this.tailSize - (this.tail[0]?.length ?? 0) >= keep) {
+      this.tailSize -= this.tail.shift()?.length ?? 0;
+    }
+  }
+
+  private emit(last: Buffer, onSegment: (segment: SseSegment) => void): void {
+    let raw: Buffer;
+    if (this.size === 0 && this.tailSize === 0) raw = last;
+    else {
+      this.append(last);
+      raw = Buffer.concat(this.clipped ? [...this.parts, ...this.tail] : this.parts);
+    }
+    const clipped = this.clipped;
+    this.parts = [];
+    this.size = 0;
+    this.tail = [];
+    this.tailSize = 0;
+    this.clipped = false;
+    onSegment({ raw, isEvent: true, clipped });
+  }
+}
+
+export interface SseEvent {
+  event: string; // "message" when no event field
+  data: string; // data lines joined with "\n"; "" when none
+  hasData: boolean;
+}
+
+const LINE_BREAK = /\r\n|\r|\n/;
+
+/** Field parsing of one complete event (raw bytes from SseSplitter). */
+export function parseSseEvent(raw: Buffer): SseEvent {
+  let event = 'message';
+  const data: string[] = [];
+  for (const line of raw.toString('utf8').split(LINE_BREAK)) {
+    if (line === '' || line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') data.push(value);
+    else if (field === 'event') event = value;
+  }
+  return { event, data: data.join('\n'), hasData: data.length > 0 };
+}

@@ -1,0 +1,130 @@
+/** Usage and generated text from an SSE stream, one complete event at a time. */
+import { addAnthropicBlockText, addDeltaText, type OutputCounter } from './estimate.js';
+import {
+  findUsageObject,
+  isRecord,
+  mergeAnthropicUsage,
+  normalizeOpenAIUsage,
+  type AnthropicParts,
+  type Endpoint,
+  type TokenCounts,
+} from './normalize.js';
+import { parseSseEvent, SseSplitter, type SseSegment } from './sse-splitter.js';
+
+/** An event bigger than this (a huge `response.completed`) is read from its head and tail only. */
+const MAX_EVENT_BYTES = 8 * 1024 * 1024;
+
+export interface StreamReader {
+  push(decoded: Buffer): void;
+  end(): void;
+  /** Usage the provider reported; `final` once its end-of-stream figures (usage chunk, message_delta) arrived. */
+  reported(): {
+    counts: TokenCounts | null;
+    anthropic: AnthropicParts | null;
+    model: string | null;
+    final: boolean;
+  };
+}
+
+export function createStreamReader(endpoint: Endpoint, output: OutputCounter): StreamReader {
+  const splitter = new SseSplitter(MAX_EVENT_BYTES);
+  let counts: TokenCounts | null = null;
+  let model: string | null = null;
+  const parts: AnthropicParts = { input: null, cacheWrite: null, cacheRead: null, output: null };
+  let anthropicSeen = false;
+  let anthropicFinal = false;
+
+  const noteModel = (m: unknown) => {
+    if (model === null && typeof m === 'string' && m !== '') model = m;
+  };
+
+  const onOpenAIChat = (data: Record<string, unknown>) => {
+    noteModel(data.model);
+    if (isRecord(data.usage)) counts = normalizeOpenAIUsage(data.usage) ?? counts;
+    if (!Array.isArray(data.choices)) return;
+    for (const choice of data.choices) {
+      if (!isRecord(choice)) continue;
+      if (isRecord(choice.delta)) addDeltaText(choice.delta, output);
+      if (typeof choice.text === 'string') output.add(choice.text); // legacy completions
+    }
+  };
+
+  const onOpenAIResponses = (data: Record<string, unknown>) => {
+    const type = typeof data.type === 'string' ? data.type : '';
+    if (isRecord(data.response)) {
+      noteModel(data.response.model);
+      // completed, incomplete and failed all carry the final usage
+      if (isRecord(data.response.usage)) counts = normalizeOpenAIUsage(data.response.usage) ?? counts;
+    }
+    if (type.endsWith('.delta') && typeof data.delta === 'string') output.add(data.delta);
+  };
+
+  const onAnthropic = (data: Record<string, unknown>) => {
+    switch (data.type) {
+      case 'message_start':
+        if (isRecord(data.message)) {
+          noteModel(data.message.model);
+          anthropicSeen = mergeAnthropicUsage(parts, data.message.usage) || anthropicSeen;
+        }
+        break;
+      case 'message_delta':
+        // Cumulative counts: the latest value of each field wins.
+        if (mergeAnthropicUsage(parts, data.usage)) {
+          anthropicSeen = true;
+          anthropicFinal = true;
+        }
+        break;
+      case 'content_block_start':
+        if (isRecord(data.content_block)) addAnthropicBlockText(data.content_block, output);
+        break;
+      case 'content_block_delta':
+        if (isRecord(data.delta)) addAnthropicBlockText(data.delta, output);
+        break;
+      case 'completion': // legacy /v1/complete
+        if (typeof data.completion === 'string') output.add(data.completion);
+        noteModel(data.model);
+        break;
+    }
+  };
+
+  const onData = endpoint.startsWith('anthropic')
+    ? onAnthropic
+    : endpoint === 'openai-responses'
+      ? onOpenAIResponses
+      : onOpenAIChat;
+
+  const onSegment = (segment: SseSegment) => {
+    if (!segment.isEvent) return;
+    const event = parseSseEvent(segment.raw);
+    if (!event.hasData || event.data === '[DONE]') return;
+    if (segment.clipped) {
+      // Too big to parse whole: the usage object sits in the tail of these events.
+      const usage = findUsageObject(event.data);
+      if (endpoint.startsWith('anthropic')) {
+        if (mergeAnthropicUsage(parts, usage)) anthropicSeen = true;
+      } else counts = normalizeOpenAIUsage(usage) ?? counts;
+      return;
+    }
+    let data: unknown;
+    try {
+      data = JSON.parse(event.data) as unknown;
+    } catch {
+      return; // a provider's odd event is not our failure
+    }
+    if (isRecord(data)) onData(data);
+  };
+
+  return {
+    push(decoded) {
+      splitter.push(decoded, onSegment);
+    },
+    end() {
+      splitter.end(onSegment);
+    },
+    reported() {
+      if (counts) return { counts, anthropic: null, model, final: true };
+      if (anthropicSeen) return { counts: null, anthropic: parts, model, final: anthropicFinal };
+      return { counts: null, anthropic: null, model, final: false };
+    },
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * SPEC §2's one exception to forwarding bodies as received: an OpenAI streaming chat completion that did
+ * not ask for usage is sent upstream asking for it, and what that added is removed from the stream again,
+ * so the caller gets the bytes it would have got directly while the log gets the provider's usage.
+ */
+import { PassThrough, Transform } from 'node:stream';
+import { createBodyDecoder } from './decoder.js';
+import { findTopLevelMember, removeMember } from './json-members.js';
+import { classifyEndpoint, isRecord } from './normalize.js';
+import { SseSplitter, type SseSegment } from './sse-splitter.js';
+import type { RequestInfo } from './types.js';
+
+const INSERT = Buffer.from('"stream_options":{"include_usage":true},');
+
+/** The request body to send instead (asking for usage), or null to send the original. */
+export function injectStreamUsage(info: RequestInfo, body: Buffer): Buffer | null {
+  if (info.provider !== 'openai' || !info.stream || !isRecord(info.json)) return null;
+  if (classifyEndpoint(info.provider, info.path) !== 'openai-chat') return null;
+  const options = info.json.stream_options;
+  if (isRecord(options) && options.include_usage === true) return null;
+  if (options === undefined) {
+    // Minimal edit: a new first member; every byte of the caller's body stays as it was.
+    let i = 0;
+    while (i < body.length && (body[i] === 0x20 || body[i] === 0x09 || body[i] === 0x0a || body[i] === 0x0d)) i++;
+    if (body[i] === 0x7b) return Buffer.concat([body.subarray(0, i + 1), INSERT, body.subarray(i + 1)]);
+  }
+  // stream_options present without include_usage (or null): rewriting it in place is not worth the risk.
+  const rewritten = {
+    ...info.json,
+    stream_options: { ...(isRecord(options) ? options : {}), include_usage: true },
+  };
+  return Buffer.from(JSON.stringify(rewritten));
+}
+
+const USAGE_NULL_TAIL = ',"usage":null}';
+
+/** Where each data line's payload starts and ends in the event text. */
+function dataSpans(text: string): Array<[number, number]> {
+  const spans: Array<[number, number]> = [];
+  let pos = 0;
+  while (pos < text.length) {
+    let end = pos;
+    while (end < text.length && text.charCodeAt(end) !== 0x0a && text.charCodeAt(end) !== 0x0d) end++;
+    if (text.startsWith('data:', pos)) {
+      const start = pos + 5 + (text.charCodeAt(pos + 5) === 0x20 ? 1 : 0);
+      spans.push([start, Math.max(start, end)]);
+    }
+    pos = end + (text.charCodeAt(end) === 0x0d && text.charCodeAt(end + 1) === 0x0a ? 2 : 1);
+  }
+  return spans;
+}
+
+function isUsageOnlyChunk(payload: unknown): boolean {
+  return (
+    isRecord(payload) &&
+    isRecord(payload.usage) &&
+    Array.isArray(payload.choices) &&
+    payload.choices.length === 0
+  );
+}
+
+/** The segment as the caller would have received it without include_usage (empty when it must vanish). */
+export function stripUsageFromEvent(segment: SseSegment): Buffer {
+  if (!segment.isEvent) return segment.raw;
+  // latin1 maps bytes 1:1 to chars, so cutting the string and re-encoding it keeps every other byte.
+  const text = segment.raw.toString('latin1');
+  if (!text.includes('"usage"')) return segment.raw;
+  const spans = dataSpans(text);
+  if (spans.length !== 1) {
+    // A JSON payload split over several data lines: only the usage-only chunk is recognised (and dropped).
+    try {
+      const joined = spans.map(([s, e]) => segment.raw.subarray(s, e).toString('utf8')).join('\n');
+      if (isUsageOnlyChunk(JSON.parse(joined))) return Buffer.alloc(0);
+    } catch {
+      // not JSON: leave as is
+    }
+    return segment.raw;
+  }
+  const [start, end] = spans[0] ?? [0, 0];
+  const payload = text.slice(start, end);
+  let stripped: string;
+  if (payload.endsWith(USAGE_NULL_TAIL)) {
+    stripped = payload.slice(0, -USAGE_NULL_TAIL.length) + '}';
+  } else {
+    const open = payload.search(/\S/);
+    if (open < 0 || payload.charCodeAt(open) !== 0x7b) return segment.raw;
+    const usage = findTopLevelMember(payload, 'usage', open);
+    if (!usage) return segment.raw;
+    if (payload.charCodeAt(usage.valueStart) === 0x7b) {
+      const choices = findTopLevelMember(payload, 'choices', open);
+      const empty = choices && /^\[\s*\]$/.test(payload.slice(choices.valueStart, choices.valueEnd));
+      if (empty) return Buffer.alloc(0);
+    } else if (payload.slice(usage.valueStart, usage.valueEnd) !== 'null') return segment.raw;
+    stripped = removeMember(payload, usage);
+  }
+  return Buffer.from(text.slice(0, start) + stripped + text.slice(end), 'latin1');
+}
+
+/**
+ * Goes between upstream and the caller when injectStreamUsage changed the request. Emits each event as soon
+ * as its terminating blank line arrives. A content-encoded upstream body is decoded and sent on as
+ * identity: the proxy must then drop `content-encoding` and `content-length` from the response headers.
+ * Only for a 2xx `text/event-stream` response (an error body passes through the stripper unchanged, but
+ * is held until it ends).
+ */
+export function createUsageStripper(contentEncoding: string | undefined): Transform {
+  const decoder = createBodyDecoder(contentEncoding);
+  if (!decoder) return new PassThrough(); // unknown coding: cannot look inside, pass it on untouched
+  const splitter = new SseSplitter();
+  const stripper: Transform = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      try {
+        for (const decoded of decoder.push(chunk)) splitter.push(decoded, emit);
+        callback();
+      } catch (err) {
+        callback(err instanceof Error ? err : new Error(String(err)));
+      }
+    },
+    flush(callback) {
+      try {
+        for (const decoded of decoder.end()) splitter.push(decoded, emit);
+        splitter.end(emit);
+        callback();
+      } catch (err) {
+        callback(err instanceof Error ? err : new Error(String(err)));
+      }
+    },
+  });
+  function emit(segment: SseSegment): void {
+    const out = stripUsageFromEvent(segment);
+    if (out.length > 0) stripper.push(out);
+  }
+  return stripper;
+}

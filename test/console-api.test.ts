@@ -1,0 +1,333 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createAccount } from '../src/accounts/create-account.js';
+import { LocalKeyEventBus, type KeyEvent } from '../src/keys/events.js';
+import { hashKey, KEY_PATTERN } from '../src/keys/format.js';
+import { makeLogRow, toSummary } from './helpers/log-rows.js';
+import { startConsole, type Client, type ConsoleApp } from './console-harness.js';
+
+const PASSWORD = 'correct horse battery';
+const HOUR = 3_600_000;
+let apps: ConsoleApp[] = [];
+
+async function start(opts: Parameters<typeof startConsole>[0] = {}): Promise<ConsoleApp> {
+  const app = await startConsole(opts);
+  apps.push(app);
+  return app;
+}
+
+afterEach(async () => {
+  await Promise.all(apps.map((a) => a.close()));
+  apps = [];
+});
+
+const KEY_VIEW_FIELDS = [
+  'account_id',
+  'created_at',
+  'expires_at',
+  'hint',
+  'id',
+  'last_used_at',
+  'name',
+  'revoked_at',
+  'status',
+].sort();
+
+describe('info', () => {
+  it('gives the signup mode, the public URL and each SDK’s base URL without a session', async () => {
+    const s = await start({ config: { publicUrl: 'https://relay.example.com', signup: 'invite' } });
+    const r = await s.client().get('/info');
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({
+      signup: 'invite',
+      public_url: 'https://relay.example.com',
+      providers: {
+        openai: { base_url: 'https://relay.example.com/api/proxy/openai/v1' },
+        anthropic: { base_url: 'https://relay.example.com/api/proxy/anthropic' },
+      },
+    });
+  });
+});
+
+describe('signup', () => {
+  it('creates the account with its default key shown in full once, and logs it in', async () => {
+    const s = await start();
+    const c = s.client();
+    const r = await c.post('/signup', { email: ' New@Example.com ', password: PASSWORD });
+    expect(r.status).toBe(201);
+    expect(r.json.account).toEqual({ id: expect.any(String), email: 'new@example.com', created_at: expect.any(String) });
+    const key = r.json.key;
+    expect(Object.keys(key).sort()).toEqual([...KEY_VIEW_FIELDS, 'key'].sort());
+    expect(key).toMatchObject({ name: 'default', status: 'active', account_id: r.json.account.id });
+    expect(key.key).toMatch(KEY_PATTERN);
+    expect((await s.configStore.getKeyByHash(hashKey(key.key)))?.id).toBe(key.id);
+    expect((await c.get('/me')).json).toEqual({ account: r.json.account });
+    const listed = (await c.get('/keys')).json.keys;
+    expect(listed).toHaveLength(1);
+    expect(Object.keys(listed[0]).sort()).toEqual(KEY_VIEW_FIELDS);
+    expect(JSON.stringify(listed)).not.toContain(key.key);
+  });
+
+  it('refuses a bad email, a short password and a taken email', async () => {
+    const s = await start();
+    const c = s.client();
+    expect((await c.post('/signup', { email: 'not-an-email', password: PASSWORD })).json.error.code).toBe('invalid_email');
+    const weak = await c.post('/signup', { email: 'a@example.com', password: 'short' });
+    expect([weak.status, weak.json.error.code]).toEqual([400, 'weak_password']);
+    await c.signup('a@example.com');
+    const taken = await s.client().post('/signup', { email: 'A@example.com', password: PASSWORD });
+    expect([taken.status, taken.json.error.code]).toEqual([409, 'email_taken']);
+    const missing = await s.client().post('/signup', { email: 'b@example.com' });
+    expect([missing.status, missing.json.error.code]).toEqual([400, 'invalid_request']);
+  });
+
+  it('is refused with 403 signup_closed when sign-up is closed', async () => {
+    const s = await start({ config: { signup: 'closed' } });
+    const r = await s.client().post('/signup', { email: 'a@example.com', password: PASSWORD });
+    expect(r.status).toBe(403);
+    expect(r.json).toEqual({ error: { code: 'signup_closed', message: 'Sign-up is closed.' } });
+  });
+
+  it('in invite mode lets only the very first account sign up', async () => {
+    const s = await start({ config: { signup: 'invite' } });
+    const weak = await s.client().post('/signup', { email: 'admin@example.com', password: 'short' });
+    expect(weak.json.error.code).toBe('weak_password');
+    expect((await s.client().post('/signup', { email: 'admin@example.com', password: PASSWORD })).status).toBe(201);
+    const second = await s.client().post('/signup', { email: 'second@example.com', password: PASSWORD });
+    expect([second.status, second.json.error.code]).toEqual([403, 'signup_closed']);
+  });
+
+  it('in invite mode is closed once any account exists, also one made by the CLI', async () => {
+    const s = await start({ config: { signup: 'invite' } });
+    await createAccount({ store: s.configStore, bus: s.bus }, { email: 'ops@example.com', password: PASSWORD });
+    const r = await s.client().post('/signup', { email: 'first-web@example.com', password: PASSWORD });
+    expect([r.status, r.json.error.code]).toEqual([403, 'signup_closed']);
+  });
+});
+
+describe('login, me, logout, password', () => {
+  it('logs in with any email casing and answers me with the account', async () => {
+    const s = await start();
+    const account = (await s.client().signup('a@example.com')).json.account;
+    const c = s.client();
+    expect((await c.get('/me')).status).toBe(401);
+    const r = await c.post('/login', { email: 'A@EXAMPLE.com', password: PASSWORD });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ account });
+    expect((await c.get('/me')).json.account).toEqual(account);
+    expect((await c.post('/logout', {})).status).toBe(204);
+    expect((await c.get('/me')).status).toBe(401);
+  });
+
+  it('refuses a weak new password and a wrong current one without changing anything', async () => {
+    const s = await start();
+    const c = s.client();
+    await c.signup('a@example.com');
+    const weak = await c.post('/password', { current_password: PASSWORD, new_password: 'short' });
+    expect([weak.status, weak.json.error.code]).toEqual([400, 'weak_password']);
+    const wrong = await c.post('/password', { current_password: 'not my password', new_password: 'long enough pass' });
+    expect([wrong.status, wrong.json.error.code]).toEqual([400, 'wrong_password']);
+    expect((await c.get('/me')).status).toBe(200);
+    expect((await s.client().post('/login', { email: 'a@example.com', password: PASSWORD })).status).toBe(200);
+  });
+});
+
+describe('keys', () => {
+  async function signedIn(): Promise<{ s: ConsoleApp; c: Client; events: KeyEvent[] }> {
+    const s = await start();
+    const events: KeyEvent[] = [];
+    (s.bus as LocalKeyEventBus).subscribe((e) => events.push(e));
+    const c = s.client();
+    await c.signup('a@example.com');
+    return { s, c, events };
+  }
+
+  it('creates a named key, with the full key only in the creation response, listed newest first', async () => {
+    const { c } = await signedIn();
+    const expires = new Date(Date.now() + 7 * 24 * HOUR).toISOString();
+    const r = await c.post('/keys', { name: '  ci runner ', expires_at: expires });
+    expect(r.status).toBe(201);
+    expect(r.json.key).toMatchObject({ name: 'ci runner', status: 'active', expires_at: expires, revoked_at: null });
+    expect(r.json.key.key).toMatch(KEY_PATTERN);
+    expect(r.json.key.hint).toBe(`${r.json.key.key.slice(0, 7)}…${r.json.key.key.slice(-4)}`);
+    const keys = (await c.get('/keys')).json.keys;
+    expect(keys.map((k: { name: string }) => k.name)).toEqual(['ci runner', 'default']);
+    expect(keys.every((k: object) => !('key' in k))).toBe(true);
+  });
+
+  it('refuses an empty name, an expiry in the past and a missing body', async () => {
+    const { c } = await signedIn();
+    expect((await c.post('/keys', { name: '   ' })).json.error.code).toBe('invalid_name');
+    const past = await c.post('/keys', { name: 'x', expires_at: '2020-01-01T00:00:00Z' });
+    expect([past.status, past.json.error.code]).toEqual([400, 'invalid_expiry']);
+    expect((await c.post('/keys', { name: 'x', expires_at: 'tomorrow' })).json.error.code).toBe('invalid_request');
+    expect((await c.post('/keys', '')).status).toBe(400);
+  });
+
+  it('renames a key', async () => {
+    const { c } = await signedIn();
+    const id = (await c.get('/keys')).json.keys[0].id;
+    const r = await c.patch(`/keys/${id}`, { name: 'laptop' });
+    expect(r.status).toBe(200);
+    expect(r.json.key).toMatchObject({ id, name: 'laptop', status: 'active' });
+    expect(r.json.key.key).toBeUndefined();
+  });
+
+  it('rolls a key: a new full key now, the old one expiring after the grace period', async () => {
+    const { s, c, events } = await signedIn();
+    const old = (await c.get('/keys')).json.keys[0];
+    const r = await c.post(`/keys/${old.id}/roll`, { grace_seconds: 3600 });
+    expect(r.status).toBe(201);
+    expect(r.json.key).toMatchObject({ name: 'default', status: 'active' });
+    expect(r.json.key.key).toMatch(KEY_PATTERN);
+    expect(r.json.old).toMatchObject({ id: old.id, status: 'active' });
+    expect(r.json.old.key).toBeUndefined();
+    const grace = Date.parse(r.json.old.expires_at) - Date.now();
+    expect(grace).toBeGreaterThan(3500 * 1000);
+    expect(grace).toBeLessThanOrEqual(3600 * 1000);
+    expect(events).toContainEqual({ type: 'key_changed', key_id: old.id });
+    s.advance(3601 * 1000);
+    const after = (await c.get('/keys')).json.keys;
+    expect(after.find((k: { id: string }) => k.id === old.id).status).toBe('expired');
+    expect(after.find((k: { id: string }) => k.id === r.json.key.id).status).toBe('active');
+    const again = await c.post(`/keys/${old.id}/roll`, { grace_seconds: 0 });
+    expect([again.status, again.json.error.code]).toEqual([409, 'key_not_active']);
+  });
+
+  it('refuses a grace period outside 0–86400 seconds', async () => {
+    const { c } = await signedIn();
+    const id = (await c.get('/keys')).json.keys[0].id;
+    for (const grace_seconds of [-1, 86401, 1.5, '60']) {
+      expect((await c.post(`/keys/${id}/roll`, { grace_seconds })).json.error.code).toBe('invalid_request');
+    }
+    expect((await c.post(`/keys/${id}/roll`, { grace_seconds: 86400 })).status).toBe(201);
+  });
+
+  it('revokes a key at once and tells the other instances', async () => {
+    const { c, events } = await signedIn();
+    const id = (await c.get('/keys')).json.keys[0].id;
+    const r = await c.post(`/keys/${id}/revoke`, {});
+    expect(r.status).toBe(200);
+    expect(r.json.key).toMatchObject({ id, status: 'revoked', revoked_at: expect.any(String) });
+    expect(events).toContainEqual({ type: 'key_changed', key_id: id });
+    expect((await c.post(`/keys/${id}/roll`, { grace_seconds: 0 })).status).toBe(409);
+  });
+});
+
+describe('request log', () => {
+  async function withRows() {
+    const s = await start();
+    const c = s.client();
+    const { account, key } = (await c.signup('a@example.com')).json;
+    const other = (await c.post('/keys', { name: 'other' })).json.key;
+    const now = Date.now();
+    const rows = [
+      makeLogRow({ account_id: account.id, key_id: key.id, at: now - 5 * 60_000 }),
+      makeLogRow({ account_id: account.id, key_id: key.id, at: now - 4 * 60_000, provider: 'anthropic', model: 'claude-sonnet-4-5', path: '/v1/messages' }),
+      makeLogRow({ account_id: account.id, key_id: other.id, at: now - 3 * 60_000, status: 429, outcome: 'upstream_error', cost_usd: null }),
+      makeLogRow({ account_id: account.id, key_id: key.id, at: now - 2 * 60_000, properties: { env: 'staging' } }),
+      makeLogRow({ account_id: account.id, key_id: key.id, at: now - 3 * 24 * HOUR }),
+    ];
+    await s.logStore.insertBatch(rows);
+    return { s, c, rows, key, other };
+  }
+  const ids = (items: { id: string }[]) => items.map((i) => i.id);
+
+  it('lists the account’s rows newest first without headers or bodies', async () => {
+    const { c, rows } = await withRows();
+    const r = await c.get('/requests');
+    expect(r.status).toBe(200);
+    expect(ids(r.json.items)).toEqual([rows[3]!.id, rows[2]!.id, rows[1]!.id, rows[0]!.id, rows[4]!.id]);
+    expect(r.json.items[0]).toEqual(toSummary(rows[3]!));
+    expect(r.json.next_cursor).toBeNull();
+  });
+
+  it('filters by key, provider, model, status, outcome, property and time', async () => {
+    const { c, rows, other } = await withRows();
+    expect(ids((await c.get(`/requests?key_id=${other.id}`)).json.items)).toEqual([rows[2]!.id]);
+    expect(ids((await c.get('/requests?provider=anthropic')).json.items)).toEqual([rows[1]!.id]);
+    expect(ids((await c.get('/requests?model=claude-sonnet-4-5')).json.items)).toEqual([rows[1]!.id]);
+    expect(ids((await c.get('/requests?status=429')).json.items)).toEqual([rows[2]!.id]);
+    expect(ids((await c.get('/requests?outcome=upstream_error')).json.items)).toEqual([rows[2]!.id]);
+    expect(ids((await c.get('/requests?property=env:staging')).json.items)).toEqual([rows[3]!.id]);
+    const from = encodeURIComponent(new Date(Date.now() - HOUR).toISOString());
+    expect((await c.get(`/requests?from=${from}`)).json.items).toHaveLength(4);
+    const to = encodeURIComponent(new Date(Date.now() - HOUR).toISOString());
+    expect(ids((await c.get(`/requests?to=${to}`)).json.items)).toEqual([rows[4]!.id]);
+  });
+
+  it('pages with limit and cursor', async () => {
+    const { c, rows } = await withRows();
+    const first = (await c.get('/requests?limit=2')).json;
+    expect(ids(first.items)).toEqual([rows[3]!.id, rows[2]!.id]);
+    expect(first.next_cursor).toEqual(expect.any(String));
+    const second = (await c.get(`/requests?limit=2&cursor=${encodeURIComponent(first.next_cursor)}`)).json;
+    expect(ids(second.items)).toEqual([rows[1]!.id, rows[0]!.id]);
+  });
+
+  it('refuses malformed filters with 400 invalid_request', async () => {
+    const { c } = await withRows();
+    for (const q of ['limit=0', 'limit=201', 'limit=abc', 'status=abc', 'provider=google', 'outcome=meh', 'from=yesterday', 'property=novalue']) {
+      const r = await c.get(`/requests?${q}`);
+      expect([q, r.status, r.json.error.code]).toEqual([q, 400, 'invalid_request']);
+    }
+  });
+
+  it('opens one request in full', async () => {
+    const { c, rows } = await withRows();
+    const r = await c.get(`/requests/${rows[1]!.id}`);
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ request: rows[1] });
+    expect((await c.get('/requests/01NOSUCHROW')).json.error.code).toBe('request_not_found');
+  });
+
+  it('charts usage over the last 24 hours by default', async () => {
+    const { c } = await withRows();
+    const r = await c.get('/usage/series?bucket=hour');
+    expect(r.status).toBe(200);
+    const points: { requests: number; errors: number; unknown_cost_requests: number }[] = r.json.points;
+    expect(points.reduce((n, p) => n + p.requests, 0)).toBe(4);
+    expect(points.reduce((n, p) => n + p.errors, 0)).toBe(1);
+    expect(points.reduce((n, p) => n + p.unknown_cost_requests, 0)).toBe(1);
+    const week = encodeURIComponent(new Date(Date.now() - 7 * 24 * HOUR).toISOString());
+    const all = (await c.get(`/usage/series?bucket=day&from=${week}`)).json.points;
+    expect(all.reduce((n: number, p: { requests: number }) => n + p.requests, 0)).toBe(5);
+  });
+
+  it('breaks usage down by model, key or provider', async () => {
+    const { c, key, other } = await withRows();
+    const byModel = (await c.get('/usage/breakdown')).json.rows;
+    expect(Object.fromEntries(byModel.map((r: { group: string; requests: number }) => [r.group, r.requests]))).toEqual({
+      'gpt-4o-mini': 3,
+      'claude-sonnet-4-5': 1,
+    });
+    const byKey = (await c.get('/usage/breakdown?by=key_id')).json.rows;
+    expect(Object.fromEntries(byKey.map((r: { group: string; requests: number }) => [r.group, r.requests]))).toEqual({
+      [key.id]: 3,
+      [other.id]: 1,
+    });
+    const anthropic = (await c.get('/usage/breakdown?by=provider&provider=anthropic')).json.rows;
+    expect(anthropic).toHaveLength(1);
+    expect(anthropic[0]).toMatchObject({ group: 'anthropic', requests: 1 });
+  });
+
+  it('refuses an inverted range and a range with too many buckets', async () => {
+    const { c } = await withRows();
+    const from = encodeURIComponent(new Date().toISOString());
+    const to = encodeURIComponent(new Date(Date.now() - HOUR).toISOString());
+    expect((await c.get(`/usage/series?from=${from}&to=${to}`)).json.error.code).toBe('invalid_range');
+    const longAgo = encodeURIComponent('2020-01-01T00:00:00Z');
+    expect((await c.get(`/usage/series?bucket=minute&from=${longAgo}`)).json.error.code).toBe('range_too_large');
+    expect((await c.get('/usage/breakdown?by=end_user')).json.error.code).toBe('invalid_request');
+  });
+});
+
+describe('routing', () => {
+  it('answers unknown console paths and methods with a JSON 404', async () => {
+    const s = await start();
+    const c = s.client();
+    for (const r of [await c.get('/nope'), await c.call('DELETE', '/keys', {}), await c.get('/')]) {
+      expect(r.status).toBe(404);
+      expect(r.json).toEqual({ error: { code: 'not_found', message: 'No such endpoint.' } });
+    }
+  });
+});

@@ -1,0 +1,54 @@
+/** Headless Chromium for browser tests (the system package, driven by playwright-core). */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+const CHROMIUM_PATHS = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
+
+export function findChromium(): string | null {
+  return CHROMIUM_PATHS.find((p) => existsSync(p)) ?? null;
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  const executablePath = findChromium();
+  if (!executablePath) throw new Error(`No Chromium found (looked in ${CHROMIUM_PATHS.join(', ')})`);
+  return chromium.launch({
+    executablePath,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+}
+
+export const VIEWPORTS = {
+  laptop: { width: 1280, height: 800 },
+  phone: { width: 390, height: 844 },
+} as const;
+
+export const SCREENSHOT_DIR = join(process.cwd(), 'test-results', 'screenshots');
+
+/**
+ * Saves the page at both widths as `<name>-1280.png` and `<name>-390.png`, then restores the original
+ * viewport. Full-page shots, so what is below the fold gets looked at too.
+ */
+export async function screenshotBothWidths(page: Page, name: string): Promise<string[]> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const original = page.viewportSize();
+  const files: string[] = [];
+  for (const vp of [VIEWPORTS.laptop, VIEWPORTS.phone]) {
+    await page.setViewportSize(vp);
+    // Let ResizeObserver-driven layout (charts) settle at the new width.
+    await page.waitForTimeout(250);
+    const file = join(SCREENSHOT_DIR, `${name}-${vp.width}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    files.push(file);
+  }
+  if (original) await page.setViewportSize(original);
+  return files;
+}

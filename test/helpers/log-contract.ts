@@ -1,0 +1,404 @@
+/** LogStore half of the store contract (registered by test/store-contract.test.ts for each backend). */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { newId } from '../../src/ids.js';
+import type { RequestLogRow } from '../../src/log/record.js';
+import type { LogStore, RequestFilter, RequestSummary } from '../../src/store/types.js';
+import { makeLogRow, toSummary } from './log-rows.js';
+
+export interface LogContext {
+  store(): LogStore;
+}
+
+const T0 = Date.parse('2026-03-01T10:00:00.000Z');
+const MIN = 60_000;
+const HOUR = 3_600_000;
+
+async function listAll(log: LogStore, f: RequestFilter, limit: number): Promise<RequestSummary[][]> {
+  const pages: RequestSummary[][] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await log.listRequests(f, { limit, cursor });
+    pages.push(page.items);
+    cursor = page.next_cursor;
+  } while (cursor && pages.length < 100);
+  return pages;
+}
+
+const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+const newestFirst = (rows: RequestLogRow[]) => [...rows].sort((a, b) => (a.id < b.id ? 1 : -1));
+
+export function describeLogStoreContract(ctx: LogContext): void {
+  let log: LogStore;
+  let acct: string;
+  beforeEach(() => {
+    log = ctx.store();
+    acct = `acct-${newId()}`;
+  });
+
+  describe('insertBatch', () => {
+    it('round-trips every field exactly: JSON, booleans, nulls, float cost', async () => {
+      const full = makeLogRow({ account_id: acct, at: T0 });
+      const sparse = makeLogRow({
+        account_id: acct,
+        at: T0 + 1,
+        provider: 'anthropic',
+        model: null,
+        stream: false,
+        status: 0,
+        outcome: 'client_aborted',
+        error_code: 'proxy_upstream_timeout',
+        latency_ms: 12.5,
+        ttfb_ms: null,
+        input_tokens: null,
+        cache_read_tokens: null,
+        cache_write_tokens: null,
+        output_tokens: null,
+        reasoning_tokens: null,
+        usage_source: 'none',
+        cost_usd: null,
+        price_source: null,
+        end_user: null,
+        session: null,
+        properties: {},
+        request_headers: {},
+        response_headers: {},
+        request_body: null,
+        response_body: null,
+        request_body_truncated: true,
+        response_body_truncated: false,
+        client_ip: null,
+        user_agent: null,
+        credential_fingerprint: null,
+      });
+      const big = makeLogRow({
+        account_id: acct,
+        at: T0 + 2,
+        cost_usd: 0.1 + 0.2,
+        input_tokens: 2_000_000_000_000,
+      });
+      expect(await log.insertBatch([full, sparse, big])).toEqual({ inserted: 3, rejected: 0 });
+      expect(await log.getRequest(acct, full.id)).toEqual(full);
+      expect(await log.getRequest(acct, sparse.id)).toEqual(sparse);
+      expect(await log.getRequest(acct, big.id)).toEqual(big);
+      const page = await log.listRequests({ account_id: acct }, { limit: 10 });
+      expect(page.items).toEqual([big, sparse, full].map(toSummary));
+    });
+
+    it('normalizes created_at to the toISOString form', async () => {
+      const r = makeLogRow({ account_id: acct, created_at: '2026-03-01T11:00:00+01:00' });
+      await log.insertBatch([r]);
+      expect((await log.getRequest(acct, r.id))!.created_at).toBe('2026-03-01T10:00:00.000Z');
+    });
+
+    it('is idempotent on id: the same batch twice stores each row once', async () => {
+      const rows = [0, 1, 2].map((i) => makeLogRow({ account_id: acct, at: T0 + i }));
+      const before = await log.count();
+      expect(await log.insertBatch(rows)).toEqual({ inserted: 3, rejected: 0 });
+      expect(await log.insertBatch(rows)).toEqual({ inserted: 0, rejected: 0 });
+      const changed = { ...rows[0]!, status: 500 };
+      expect(await log.insertBatch([changed, makeLogRow({ account_id: acct, at: T0 + 3 })])).toEqual({
+        inserted: 1,
+        rejected: 0,
+      });
+      expect(await log.count()).toBe(before + 4);
+      expect((await log.getRequest(acct, rows[0]!.id))!.status).toBe(200);
+    });
+
+    it('skips a poison row and stores the rest of its batch', async () => {
+      const good = [0, 1, 2].map((i) => makeLogRow({ account_id: acct, at: T0 + i }));
+      const badProvider = makeLogRow({ account_id: acct, at: T0 + 10, provider: 'bogus' as 'openai' });
+      const badJson = makeLogRow({ account_id: acct, at: T0 + 11, properties: { n: 1n } as never });
+      const badTime = makeLogRow({ account_id: acct, at: T0 + 12, created_at: 'yesterday' });
+      const badNull = makeLogRow({ account_id: acct, at: T0 + 13, method: null as never });
+      const result = await log.insertBatch([
+        good[0]!,
+        badProvider,
+        good[1]!,
+        badJson,
+        badTime,
+        badNull,
+        good[2]!,
+      ]);
+      expect(result).toEqual({ inserted: 3, rejected: 4 });
+      const page = await log.listRequests({ account_id: acct }, { limit: 10 });
+      expect(ids(page.items)).toEqual(ids(newestFirst(good)));
+    });
+
+    it('accepts an empty batch', async () => {
+      expect(await log.insertBatch([])).toEqual({ inserted: 0, rejected: 0 });
+    });
+  });
+
+  describe('reads', () => {
+    it('getRequest only returns a row to its own account', async () => {
+      const r = makeLogRow({ account_id: acct });
+      await log.insertBatch([r]);
+      expect(await log.getRequest('someone-else', r.id)).toBeNull();
+      expect(await log.getRequest(acct, 'missing')).toBeNull();
+    });
+
+    it('applies every filter of listRequests, always within the account', async () => {
+      const other = `acct-${newId()}`;
+      const base = { account_id: acct };
+      const rows = {
+        plain: makeLogRow({ ...base, at: T0 }),
+        key2: makeLogRow({ ...base, at: T0 + MIN, key_id: 'key-2' }),
+        anthropic: makeLogRow({ ...base, at: T0 + 2 * MIN, provider: 'anthropic', model: 'claude-sonnet-4' }),
+        failed: makeLogRow({ ...base, at: T0 + 3 * MIN, status: 502, outcome: 'upstream_error' }),
+        tagged: makeLogRow({ ...base, at: T0 + 4 * MIN, properties: { env: 'staging', team: 'x' } }),
+        person: makeLogRow({ ...base, at: T0 + 5 * MIN, end_user: 'user-9', session: 'sess-9' }),
+        foreign: makeLogRow({ account_id: other, at: T0 + 6 * MIN, key_id: 'key-2' }),
+      };
+      await log.insertBatch(Object.values(rows));
+      const find = async (f: Omit<RequestFilter, 'account_id'>) =>
+        ids((await log.listRequests({ account_id: acct, ...f }, { limit: 50 })).items).sort();
+      const idsOf = (...rs: RequestLogRow[]) => ids(rs).sort();
+      const { plain, key2, anthropic, failed, tagged, person } = rows;
+      expect(await find({})).toEqual(idsOf(plain, key2, anthropic, failed, tagged, person));
+      expect(await find({ key_id: 'key-2' })).toEqual(idsOf(key2));
+      expect(await find({ provider: 'anthropic' })).toEqual(idsOf(anthropic));
+      expect(await find({ model: 'claude-sonnet-4' })).toEqual(idsOf(anthropic));
+      expect(await find({ status: 502 })).toEqual(idsOf(failed));
+      expect(await find({ outcome: 'upstream_error' })).toEqual(idsOf(failed));
+      expect(
+        await find({ from: new Date(T0 + MIN).toISOString(), to: new Date(T0 + 3 * MIN).toISOString() }),
+      ).toEqual(idsOf(key2, anthropic));
+      expect(await find({ property: { name: 'env', value: 'staging' } })).toEqual(idsOf(tagged));
+      expect(await find({ property: { name: 'team.name', value: 'a "quoted" team' } })).toEqual(
+        idsOf(plain, key2, anthropic, failed, person),
+      );
+      expect(await find({ property: { name: 'env', value: 'nope' } })).toEqual([]);
+      expect(await find({ end_user: 'user-9' })).toEqual(idsOf(person));
+      expect(await find({ session: 'sess-9' })).toEqual(idsOf(person));
+      expect(await find({ key_id: 'key-2', provider: 'openai' })).toEqual(idsOf(key2));
+      const foreign = await log.listRequests({ account_id: other }, { limit: 50 });
+      expect(ids(foreign.items)).toEqual([rows.foreign.id]);
+    });
+
+    it('pages newest first with no gap or duplicate, ending with a null cursor', async () => {
+      const rows = Array.from({ length: 23 }, (_, i) => makeLogRow({ account_id: acct, at: T0 + i * 1000 }));
+      rows.push(makeLogRow({ account_id: acct, at: T0 + 5000 })); // same millisecond as another row
+      await log.insertBatch(rows);
+      await log.insertBatch([makeLogRow({ account_id: `acct-${newId()}`, at: T0 + 500 })]);
+      for (const limit of [1, 5, 8, 24, 100]) {
+        const pages = await listAll(log, { account_id: acct }, limit);
+        expect(pages.flat().map((r) => r.id)).toEqual(ids(newestFirst(rows)));
+        expect(pages.every((p) => p.length <= limit)).toBe(true);
+        expect(pages.length).toBe(Math.max(1, Math.ceil(rows.length / limit)));
+      }
+      const filtered = await listAll(log, { account_id: acct, from: new Date(T0 + 10_000).toISOString() }, 4);
+      expect(filtered.flat().map((r) => r.id)).toEqual(
+        ids(newestFirst(rows.filter((r) => r.created_at >= new Date(T0 + 10_000).toISOString()))),
+      );
+    });
+
+    it('refuses a cursor it did not issue', async () => {
+      await expect(
+        log.listRequests({ account_id: acct }, { limit: 5, cursor: '!!not-a-cursor' }),
+      ).rejects.toMatchObject({
+        code: 'invalid_cursor',
+      });
+    });
+
+    it('listRecent returns the newest rows across accounts, or of one account', async () => {
+      // Far in the future, so they are the newest rows of the whole store.
+      const future = Date.parse('2099-01-01T00:00:00.000Z');
+      const other = `acct-${newId()}`;
+      const a1 = makeLogRow({ account_id: acct, at: future });
+      const b1 = makeLogRow({ account_id: other, at: future + 1 });
+      const a2 = makeLogRow({ account_id: acct, at: future + 2 });
+      await log.insertBatch([a1, b1, a2]);
+      expect(await log.listRecent({ limit: 3 })).toEqual([a2, b1, a1].map(toSummary));
+      expect(await log.listRecent({ limit: 2, account_id: acct })).toEqual([a2, a1].map(toSummary));
+    });
+  });
+
+  describe('usage', () => {
+    async function seedUsage() {
+      const base = { account_id: acct };
+      const hour0 = T0; // 10:00
+      const rows = [
+        makeLogRow({
+          ...base,
+          at: hour0 + 1 * MIN,
+          latency_ms: 100,
+          input_tokens: 10,
+          output_tokens: 1,
+          cache_read_tokens: 5,
+          cost_usd: 0.25,
+        }),
+        makeLogRow({
+          ...base,
+          at: hour0 + 2 * MIN,
+          latency_ms: 200,
+          input_tokens: 20,
+          output_tokens: 2,
+          cache_read_tokens: null,
+          cost_usd: null,
+        }),
+        makeLogRow({
+          ...base,
+          at: hour0 + 2 * MIN + 1,
+          latency_ms: 300,
+          input_tokens: null,
+          output_tokens: null,
+          cache_read_tokens: 0,
+          cost_usd: 0.5,
+          status: 429,
+          outcome: 'upstream_error',
+          key_id: 'key-2',
+        }),
+        makeLogRow({
+          ...base,
+          at: hour0 + 30 * MIN,
+          latency_ms: 400,
+          input_tokens: 40,
+          output_tokens: 4,
+          cache_read_tokens: 1,
+          cost_usd: 0.125,
+          provider: 'anthropic',
+          model: 'claude-sonnet-4',
+        }),
+        makeLogRow({
+          ...base,
+          at: hour0 + HOUR + 5 * MIN,
+          latency_ms: 1000,
+          input_tokens: 7,
+          output_tokens: 3,
+          cache_read_tokens: 2,
+          cost_usd: 1,
+          outcome: 'client_aborted',
+          status: 200,
+          model: null,
+        }),
+        makeLogRow({ account_id: `acct-${newId()}`, at: hour0 + 3 * MIN, latency_ms: 5, cost_usd: 100 }),
+      ];
+      await log.insertBatch(rows);
+    }
+
+    it('usageSeries buckets by hour in UTC with sums, error and unknown-cost counts, p50/p95', async () => {
+      await seedUsage();
+      const points = await log.usageSeries({ account_id: acct }, 'hour');
+      expect(points).toEqual([
+        {
+          bucket: '2026-03-01T10:00:00.000Z',
+          requests: 4,
+          errors: 1,
+          input_tokens: 70,
+          output_tokens: 7,
+          cache_read_tokens: 6,
+          cost_usd: 0.875,
+          unknown_cost_requests: 1,
+          latency_p50_ms: 250,
+          latency_p95_ms: expect.closeTo(385, 6),
+        },
+        {
+          bucket: '2026-03-01T11:00:00.000Z',
+          requests: 1,
+          errors: 1,
+          input_tokens: 7,
+          output_tokens: 3,
+          cache_read_tokens: 2,
+          cost_usd: 1,
+          unknown_cost_requests: 0,
+          latency_p50_ms: 1000,
+          latency_p95_ms: 1000,
+        },
+      ]);
+    });
+
+    it('usageSeries buckets by minute and by day, honouring filters', async () => {
+      await seedUsage();
+      const minutes = await log.usageSeries({ account_id: acct }, 'minute');
+      expect(minutes.map((p) => [p.bucket, p.requests])).toEqual([
+        ['2026-03-01T10:01:00.000Z', 1],
+        ['2026-03-01T10:02:00.000Z', 2],
+        ['2026-03-01T10:30:00.000Z', 1],
+        ['2026-03-01T11:05:00.000Z', 1],
+      ]);
+      const days = await log.usageSeries({ account_id: acct, key_id: 'key-1' }, 'day');
+      expect(days).toHaveLength(1);
+      expect(days[0]).toMatchObject({ bucket: '2026-03-01T00:00:00.000Z', requests: 4, cost_usd: 1.375 });
+      const window = await log.usageSeries(
+        {
+          account_id: acct,
+          from: new Date(T0 + 2 * MIN).toISOString(),
+          to: new Date(T0 + 3 * MIN).toISOString(),
+        },
+        'day',
+      );
+      expect(window).toEqual([
+        expect.objectContaining({ requests: 2, latency_p50_ms: 250, latency_p95_ms: expect.closeTo(295, 6) }),
+      ]);
+      expect(await log.usageSeries({ account_id: `acct-${newId()}` }, 'hour')).toEqual([]);
+    });
+
+    it('usageBreakdown groups by model, key_id and provider, most requests first', async () => {
+      await seedUsage();
+      const byModel = await log.usageBreakdown({ account_id: acct }, 'model');
+      expect(byModel.map((r) => [r.group, r.requests, r.cost_usd, r.unknown_cost_requests])).toEqual([
+        ['gpt-4o-mini', 3, 0.75, 1],
+        ['', 1, 1, 0],
+        ['claude-sonnet-4', 1, 0.125, 0],
+      ]);
+      const byKey = await log.usageBreakdown({ account_id: acct }, 'key_id');
+      expect(byKey).toEqual([
+        {
+          group: 'key-1',
+          requests: 4,
+          errors: 1,
+          input_tokens: 77,
+          output_tokens: 10,
+          cache_read_tokens: 8,
+          cost_usd: 1.375,
+          unknown_cost_requests: 1,
+          latency_p50_ms: 300,
+          latency_p95_ms: expect.closeTo(910, 6),
+        },
+        {
+          group: 'key-2',
+          requests: 1,
+          errors: 1,
+          input_tokens: 0,
+          output_tokens: 0,
+          cache_read_tokens: 0,
+          cost_usd: 0.5,
+          unknown_cost_requests: 0,
+          latency_p50_ms: 300,
+          latency_p95_ms: 300,
+        },
+      ]);
+      const byProvider = await log.usageBreakdown(
+        { account_id: acct, from: new Date(T0).toISOString() },
+        'provider',
+      );
+      expect(byProvider.map((r) => [r.group, r.requests])).toEqual([
+        ['openai', 4],
+        ['anthropic', 1],
+      ]);
+    });
+  });
+
+  describe('prune', () => {
+    it('deletes rows before `before` and strips bodies before `bodiesBefore`', async () => {
+      const old = Date.parse('2001-01-01T00:00:00.000Z');
+      const rows = Array.from({ length: 12 }, (_, i) => makeLogRow({ account_id: acct, at: old + i * HOUR }));
+      await log.insertBatch(rows);
+      const before = await log.count();
+      const result = await log.prune(
+        new Date(old + 5 * HOUR).toISOString(),
+        new Date(old + 8 * HOUR).toISOString(),
+      );
+      expect(result).toEqual({ deleted: 5 });
+      expect(await log.count()).toBe(before - 5);
+      for (const [i, r] of rows.entries()) {
+        const got = await log.getRequest(acct, r.id);
+        if (i < 5) expect(got).toBeNull();
+        else if (i < 8) expect(got).toEqual({ ...r, request_body: null, response_body: null });
+        else expect(got).toEqual(r);
+      }
+      expect(await log.prune(new Date(old + 5 * HOUR).toISOString())).toEqual({ deleted: 0 });
+      expect(await log.prune(new Date(old + 12 * HOUR).toISOString())).toEqual({ deleted: 7 });
+    });
+  });
+}

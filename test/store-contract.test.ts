@@ -1,0 +1,76 @@
+/**
+ * The store contract: every method of ConfigStore and LogStore, run on SQLite and on PostgreSQL with the
+ * same expectations (as bifrost's logstore parity test). PostgreSQL is never skipped: if it is unreachable,
+ * this suite fails.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe } from 'vitest';
+import { SqliteConfigStore } from '../src/store/sqlite/config-store.js';
+import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
+import type { ConfigStore, LogStore } from '../src/store/types.js';
+import { describeConfigStoreContract } from './helpers/config-contract.js';
+import { describeLogStoreContract } from './helpers/log-contract.js';
+
+interface Backend {
+  name: string;
+  /** Prepares an empty database; returns its cleanup. */
+  setup(): Promise<() => Promise<void>>;
+  openConfig(): ConfigStore;
+  openLog(): LogStore;
+}
+
+function sqliteBackend(): Backend {
+  let dir = '';
+  return {
+    name: 'sqlite',
+    setup() {
+      dir = mkdtempSync(join(tmpdir(), 'keyrelay-store-'));
+      return Promise.resolve(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
+    },
+    openConfig: () => new SqliteConfigStore(join(dir, 'keyrelay.db')),
+    openLog: () => new SqliteLogStore(join(dir, 'requests.db')),
+  };
+}
+
+const backends: Backend[] = [sqliteBackend()];
+
+describe.each(backends)('store contract on $name', (backend) => {
+  const opened: { close(): Promise<void> }[] = [];
+  let configStore: ConfigStore;
+  let logStore: LogStore;
+  let cleanup: () => Promise<void> = () => Promise.resolve();
+
+  beforeAll(async () => {
+    cleanup = await backend.setup();
+    configStore = backend.openConfig();
+    logStore = backend.openLog();
+    opened.push(configStore, logStore);
+    for (const s of [configStore, logStore]) {
+      await s.migrate();
+      await s.migrate(); // a second run finds nothing to do
+    }
+  });
+
+  afterAll(async () => {
+    for (const s of opened) await s.close();
+    await cleanup();
+  });
+
+  describe('ConfigStore', () => {
+    describeConfigStoreContract({
+      store: () => configStore,
+      openAnother: async () => {
+        const s = backend.openConfig();
+        opened.push(s);
+        await s.migrate();
+        return s;
+      },
+    });
+  });
+
+  describe('LogStore', () => {
+    describeLogStoreContract({ store: () => logStore });
+  });
+});

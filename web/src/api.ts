@@ -1,0 +1,129 @@
+/**
+ * The console's only way to talk to the server: the JSON API in docs/console-api.md. Session is the
+ * HttpOnly cookie, so every call is same-origin with credentials; state changes send JSON so the server's
+ * CSRF check (content-type + Origin) passes.
+ */
+import type { Provider, Outcome, RequestLogRow } from '../../src/log/record.js';
+import type {
+  Account,
+  KeyView,
+  Page,
+  RequestSummary,
+  UsageBreakdownRow,
+  UsagePoint,
+} from '../../src/store/types.js';
+
+export type { Account, KeyView, Provider, Outcome, RequestLogRow, RequestSummary, UsageBreakdownRow, UsagePoint };
+export type CreatedKey = KeyView & { key: string };
+export type SignupMode = 'open' | 'invite' | 'closed';
+
+export interface Info {
+  signup: SignupMode;
+  public_url: string;
+  providers: { openai: { base_url: string }; anthropic: { base_url: string } };
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Listener = () => void;
+let onUnauthenticated: Listener = () => {};
+
+/** The app registers one handler: a 401 from any session-bound call sends the person to the login page. */
+export function setUnauthenticatedHandler(fn: Listener): void {
+  onUnauthenticated = fn;
+}
+
+type Query = Record<string, string | number | undefined | null>;
+
+function buildPath(path: string, query?: Query): string {
+  if (!query) return path;
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
+  const s = qs.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+async function call<T>(method: string, path: string, body?: unknown, query?: Query): Promise<T> {
+  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json' } };
+  if (method !== 'GET') {
+    init.headers = { accept: 'application/json', 'content-type': 'application/json' };
+    init.body = JSON.stringify(body ?? {});
+  }
+  let res: Response;
+  try {
+    res = await fetch(buildPath(`/api/console${path}`, query), init);
+  } catch {
+    throw new ApiError(0, 'network_error', 'Could not reach keyrelay. Check your connection and try again.');
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    // A proxy or crash page in front of us: fall through to a generic error below.
+  }
+  if (!res.ok) {
+    const err = (json as { error?: { code?: string; message?: string } } | null)?.error;
+    const apiErr = new ApiError(res.status, err?.code ?? 'http_error', err?.message ?? `Request failed (${res.status}).`);
+    // Login's own 401 means "wrong password", not "session gone".
+    if (res.status === 401 && path !== '/login') onUnauthenticated();
+    throw apiErr;
+  }
+  return json as T;
+}
+
+export interface RequestQuery {
+  key_id?: string;
+  provider?: string;
+  model?: string;
+  status?: string;
+  outcome?: string;
+  from?: string;
+  to?: string;
+  property?: string;
+  limit?: number;
+  cursor?: string | null;
+}
+
+export interface UsageQuery {
+  from: string;
+  to: string;
+  key_id?: string;
+  provider?: string;
+  model?: string;
+}
+
+export const api = {
+  info: () => call<Info>('GET', '/info'),
+  me: () => call<{ account: Account }>('GET', '/me'),
+  signup: (email: string, password: string) =>
+    call<{ account: Account; key: CreatedKey }>('POST', '/signup', { email, password }),
+  login: (email: string, password: string) => call<{ account: Account }>('POST', '/login', { email, password }),
+  logout: () => call<void>('POST', '/logout', {}),
+  changePassword: (current_password: string, new_password: string) =>
+    call<void>('POST', '/password', { current_password, new_password }),
+
+  listKeys: () => call<{ keys: KeyView[] }>('GET', '/keys'),
+  createKey: (name: string) => call<{ key: CreatedKey }>('POST', '/keys', { name }),
+  renameKey: (id: string, name: string) => call<{ key: KeyView }>('PATCH', `/keys/${encodeURIComponent(id)}`, { name }),
+  rollKey: (id: string, grace_seconds: number) =>
+    call<{ key: CreatedKey; old: KeyView }>('POST', `/keys/${encodeURIComponent(id)}/roll`, { grace_seconds }),
+  revokeKey: (id: string) => call<{ key: KeyView }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
+
+  listRequests: (q: RequestQuery) => call<Page<RequestSummary>>('GET', '/requests', undefined, { ...q }),
+  getRequest: (id: string) => call<{ request: RequestLogRow }>('GET', `/requests/${encodeURIComponent(id)}`),
+  usageSeries: (q: UsageQuery & { bucket: 'minute' | 'hour' | 'day' }) =>
+    call<{ points: UsagePoint[] }>('GET', '/usage/series', undefined, { ...q }),
+  usageBreakdown: (q: UsageQuery & { by: 'model' | 'key_id' | 'provider' }) =>
+    call<{ rows: UsageBreakdownRow[] }>('GET', '/usage/breakdown', undefined, { ...q }),
+};

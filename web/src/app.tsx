@@ -1,0 +1,125 @@
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
+import { api, setUnauthenticatedHandler, type Account, type CreatedKey, type Info } from './api.js';
+import { Shell } from './components/shell.js';
+import { ErrorState, LoadingState } from './components/states.js';
+import { AuthPage } from './pages/auth.js';
+import { KeysPage } from './pages/keys.js';
+import { NotFoundPage } from './pages/not-found.js';
+import { OverviewPage } from './pages/overview.js';
+import { RequestDetailPage } from './pages/request-detail.js';
+import { RequestsPage } from './pages/requests.js';
+import { SettingsPage } from './pages/settings.js';
+import { matchPath, navigate, useLocation } from './router.js';
+import { SessionContext, type Session } from './session.js';
+
+// recharts is most of the bundle; load it only when someone opens Usage.
+const UsagePage = lazy(() => import('./pages/usage.js').then((m) => ({ default: m.UsagePage })));
+
+const PUBLIC_PATHS = ['/login', '/signup'];
+
+function safeNext(next: string | null): string {
+  // Only same-site paths: "//evil.example" would be an open redirect.
+  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+}
+
+export function App() {
+  const { pathname, search, query } = useLocation();
+  const [info, setInfo] = useState<Info | null>(null);
+  const [account, setAccount] = useState<Account | null | undefined>(undefined);
+  const [revealedKey, setRevealedKey] = useState<CreatedKey | null>(null);
+  const [bootError, setBootError] = useState<Error | null>(null);
+  const [bootTick, setBootTick] = useState(0);
+
+  useEffect(() => {
+    setBootError(null);
+    api.info().then(setInfo, (e: Error) => setBootError(e));
+    api.me().then(
+      (r) => setAccount(r.account),
+      (e: Error & { status?: number }) => {
+        if (e.status === 401) setAccount(null);
+        else setBootError(e);
+      },
+    );
+  }, [bootTick]);
+
+  useEffect(() => {
+    setUnauthenticatedHandler(() => {
+      setAccount(null);
+      setRevealedKey(null);
+      const here = window.location.pathname + window.location.search;
+      if (!PUBLIC_PATHS.includes(window.location.pathname)) {
+        navigate(here === '/' ? '/login' : `/login?next=${encodeURIComponent(here)}`, { replace: true });
+      }
+    });
+  }, []);
+
+  const isPublic = PUBLIC_PATHS.includes(pathname);
+  useEffect(() => {
+    if (account === null && !isPublic) {
+      const next = pathname === '/' ? '' : `?next=${encodeURIComponent(pathname + search)}`;
+      navigate(`/login${next}`, { replace: true });
+    } else if (account && isPublic) {
+      navigate(safeNext(query.get('next')), { replace: true });
+    }
+  }, [account, isPublic, pathname, search, query]);
+
+  const signOut = useCallback(async () => {
+    try {
+      await api.logout();
+    } finally {
+      setAccount(null);
+      setRevealedKey(null);
+      navigate('/login');
+    }
+  }, []);
+
+  const session = useMemo<Session | null>(
+    () =>
+      info && account
+        ? { info, account, revealedKey, forgetRevealedKey: () => setRevealedKey(null), signOut }
+        : null,
+    [info, account, revealedKey, signOut],
+  );
+
+  if (bootError) {
+    return (
+      <div className="auth-wrap">
+        <ErrorState error={bootError} onRetry={() => setBootTick((t) => t + 1)} />
+      </div>
+    );
+  }
+  if (!info || account === undefined) return <LoadingState label="Loading keyrelay…" />;
+
+  if (isPublic || !session) {
+    if (!isPublic) return <LoadingState />;
+    return (
+      <AuthPage
+        mode={pathname === '/signup' ? 'signup' : 'login'}
+        info={info}
+        onSignedIn={(acc, key) => {
+          if (key) setRevealedKey(key);
+          setAccount(acc);
+          navigate(key ? '/' : safeNext(query.get('next')), { replace: true });
+        }}
+      />
+    );
+  }
+
+  const detail = matchPath('/requests/:id', pathname);
+  let page;
+  if (pathname === '/') page = <OverviewPage />;
+  else if (pathname === '/keys') page = <KeysPage />;
+  else if (pathname === '/requests') page = <RequestsPage />;
+  else if (detail) page = <RequestDetailPage id={detail.id!} />;
+  else if (pathname === '/usage') page = <UsagePage />;
+  else if (pathname === '/settings') page = <SettingsPage />;
+  else page = <NotFoundPage />;
+
+  return (
+    <SessionContext.Provider value={session}>
+      <Shell>
+        <Suspense fallback={<LoadingState />}>{page}</Suspense>
+      </Shell>
+    </SessionContext.Provider>
+  );
+}

@@ -1,0 +1,90 @@
+import { useMemo, useState } from 'react';
+import { looksLikeSse, parseSse, prettyBody, reassembleSse } from '../lib/sse.js';
+import { Badge } from './badge.js';
+import { CodeBlock } from './quickstart.js';
+import { Tabs } from './tabs.js';
+
+function TruncatedNote({ truncated }: { truncated: boolean }) {
+  if (!truncated) return null;
+  return (
+    <p className="truncated-note">
+      <Badge tone="amber">Truncated</Badge> Only the first part of this body was kept (KEYRELAY_BODY_LOG_BYTES).
+    </p>
+  );
+}
+
+/** A logged body: pretty JSON, or for a streamed response the reassembled text with the raw events a click away. */
+export function BodyView({
+  id,
+  title,
+  body,
+  truncated,
+  contentType,
+}: {
+  id: string;
+  title: string;
+  body: string | null;
+  truncated: boolean;
+  contentType?: string;
+}) {
+  const sse = useMemo(() => (body && looksLikeSse(body, contentType) ? parseSse(body) : null), [body, contentType]);
+  const text = useMemo(() => (sse ? reassembleSse(sse) : null), [sse]);
+  const [view, setView] = useState<'text' | 'events'>('text');
+
+  let content;
+  if (body === null) {
+    content = <p className="muted">Not logged (turned off for this request, or body logging is disabled).</p>;
+  } else if (body === '') {
+    content = <p className="muted">Empty body.</p>;
+  } else if (sse) {
+    const showText = view === 'text' && text !== null;
+    content = (
+      <>
+        <div className="body-toolbar">
+          <span className="muted small">
+            Streamed response · {sse.length} events
+          </span>
+          {text !== null && (
+            <Tabs
+              idPrefix={`${id}-view`}
+              size="sm"
+              label="Response view"
+              value={view}
+              onChange={(v) => setView(v as 'text' | 'events')}
+              items={[
+                { id: 'text', label: 'Reassembled' },
+                { id: 'events', label: 'Raw events' },
+              ]}
+            />
+          )}
+        </div>
+        <div id={`${id}-view-panel`} role="tabpanel">
+          {showText ? (
+            <div className="reassembled" data-testid="reassembled">
+              {text || <span className="muted">(no text)</span>}
+            </div>
+          ) : (
+            <CodeBlock
+              label="Raw events"
+              code={sse
+                .map((e) => (e.event ? `event: ${e.event}\n` : '') + `data: ${e.data}`)
+                .join('\n\n')}
+            />
+          )}
+        </div>
+      </>
+    );
+  } else {
+    content = <CodeBlock code={prettyBody(body).text} label={title} />;
+  }
+
+  return (
+    <section className="card section" aria-labelledby={`${id}-title`}>
+      <div className="section-head">
+        <h2 id={`${id}-title`}>{title}</h2>
+      </div>
+      <TruncatedNote truncated={truncated} />
+      {content}
+    </section>
+  );
+}

@@ -1,0 +1,222 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { api, type CreatedKey, type KeyView } from '../api.js';
+import { Dialog } from './dialog.js';
+import { KeyReveal } from './key-reveal.js';
+
+const GRACE_OPTIONS = [
+  { seconds: 0, label: 'Immediately' },
+  { seconds: 5 * 60, label: '5 minutes' },
+  { seconds: 3600, label: '1 hour' },
+  { seconds: 6 * 3600, label: '6 hours' },
+  { seconds: 12 * 3600, label: '12 hours' },
+  { seconds: 24 * 3600, label: '24 hours' },
+];
+
+function DoneFooter({ onClose }: { onClose: () => void }) {
+  return (
+    <button type="button" className="btn btn-primary" onClick={onClose}>
+      Done
+    </button>
+  );
+}
+
+export function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const [created, setCreated] = useState<CreatedKey | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    if (open) {
+      setName('');
+      setCreated(null);
+      setError(null);
+    }
+  }, [open]);
+
+  async function submit(e: FormEvent): Promise<void> {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const r = await api.createKey(name.trim() || 'untitled');
+      setCreated(r.key);
+      onCreated();
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog
+      open={open}
+      title={created ? 'Key created' : 'Create key'}
+      onClose={() => {
+        setCreated(null);
+        onClose();
+      }}
+      footer={created ? <DoneFooter onClose={onClose} /> : undefined}
+    >
+      {created ? (
+        <KeyReveal value={created.key} label={`New key ${created.name}`} />
+      ) : (
+        <form onSubmit={(e) => void submit(e)} className="form">
+          <div className="field">
+            <label htmlFor="new-key-name">Name</label>
+            <input
+              id="new-key-name"
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+              placeholder="e.g. production, staging, laptop"
+              maxLength={100}
+              required
+              autoFocus
+            />
+            <span className="hint">Only you see it; pick something that says where the key is used.</span>
+          </div>
+          {error && (
+            <div className="form-error" role="alert">
+              {error}
+            </div>
+          )}
+          <div className="dialog-actions">
+            <button type="button" className="btn btn-ghost" onClick={onClose}>
+              Cancel
+            </button>
+            <button type="submit" className="btn btn-primary" disabled={busy}>
+              {busy ? 'Creating…' : 'Create key'}
+            </button>
+          </div>
+        </form>
+      )}
+    </Dialog>
+  );
+}
+
+export function RollKeyDialog({ keyView, onClose, onRolled }: { keyView: KeyView | null; onClose: () => void; onRolled: () => void }) {
+  const [grace, setGrace] = useState(3600);
+  const [created, setCreated] = useState<CreatedKey | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    setGrace(3600);
+    setCreated(null);
+    setError(null);
+  }, [keyView]);
+
+  async function submit(e: FormEvent): Promise<void> {
+    e.preventDefault();
+    if (!keyView) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const r = await api.rollKey(keyView.id, grace);
+      setCreated(r.key);
+      onRolled();
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog
+      open={keyView !== null}
+      title={created ? 'Key rolled' : `Roll “${keyView?.name ?? ''}”`}
+      onClose={onClose}
+      footer={created ? <DoneFooter onClose={onClose} /> : undefined}
+    >
+      {created ? (
+        <>
+          <p className="muted">
+            Replace the old key with this one.{' '}
+            {grace === 0
+              ? 'The old key has stopped working.'
+              : `The old key keeps working for ${GRACE_OPTIONS.find((g) => g.seconds === grace)?.label ?? `${grace} s`}.`}
+          </p>
+          <KeyReveal value={created.key} label={`New key ${created.name}`} />
+        </>
+      ) : (
+        <form onSubmit={(e) => void submit(e)} className="form">
+          <p className="muted">
+            Rolling creates a new key with the same name. The old key <code>{keyView?.hint}</code> keeps working
+            for a grace period so you can deploy the new one without downtime.
+          </p>
+          <div className="field">
+            <label htmlFor="grace">Old key stops working</label>
+            <select id="grace" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
+              {GRACE_OPTIONS.map((g) => (
+                <option key={g.seconds} value={g.seconds}>
+                  {g.seconds === 0 ? 'Immediately' : `After ${g.label}`}
+                </option>
+              ))}
+            </select>
+          </div>
+          {error && (
+            <div className="form-error" role="alert">
+              {error}
+            </div>
+          )}
+          <div className="dialog-actions">
+            <button type="button" className="btn btn-ghost" onClick={onClose}>
+              Cancel
+            </button>
+            <button type="submit" className="btn btn-primary" disabled={busy}>
+              {busy ? 'Rolling…' : 'Roll key'}
+            </button>
+          </div>
+        </form>
+      )}
+    </Dialog>
+  );
+}
+
+export function RevokeKeyDialog({ keyView, onClose, onRevoked }: { keyView: KeyView | null; onClose: () => void; onRevoked: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => setError(null), [keyView]);
+
+  async function revoke(): Promise<void> {
+    if (!keyView) return;
+    setBusy(true);
+    try {
+      await api.revokeKey(keyView.id);
+      onRevoked();
+      onClose();
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog
+      open={keyView !== null}
+      title="Revoke key?"
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" className="btn btn-ghost" onClick={onClose} autoFocus>
+            Cancel
+          </button>
+          <button type="button" className="btn btn-danger" disabled={busy} onClick={() => void revoke()}>
+            {busy ? 'Revoking…' : 'Revoke key'}
+          </button>
+        </>
+      }
+    >
+      <p>
+        <strong>{keyView?.name}</strong> (<code>{keyView?.hint}</code>) will stop working immediately. Requests
+        using it are refused with <code>proxy_key_revoked</code>. This cannot be undone.
+      </p>
+      {error && (
+        <div className="form-error" role="alert">
+          {error}
+        </div>
+      )}
+    </Dialog>
+  );
+}

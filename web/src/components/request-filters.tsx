@@ -1,0 +1,155 @@
+import { useEffect, useState } from 'react';
+import type { KeyView } from '../api.js';
+import { OUTCOME_LABELS, PROVIDER_LABELS } from '../lib/format.js';
+import { navigate } from '../router.js';
+
+export const FILTER_KEYS = ['key_id', 'provider', 'model', 'outcome', 'status', 'range', 'property'] as const;
+export type FilterKey = (typeof FILTER_KEYS)[number];
+export type Filters = Partial<Record<FilterKey, string>>;
+
+export const RANGES: Record<string, { label: string; ms: number }> = {
+  '1h': { label: 'Last hour', ms: 3600_000 },
+  '24h': { label: 'Last 24 hours', ms: 86_400_000 },
+  '7d': { label: 'Last 7 days', ms: 7 * 86_400_000 },
+  '30d': { label: 'Last 30 days', ms: 30 * 86_400_000 },
+};
+
+export function readFilters(query: URLSearchParams): Filters {
+  const f: Filters = {};
+  for (const k of FILTER_KEYS) {
+    const v = query.get(k);
+    if (v) f[k] = v;
+  }
+  return f;
+}
+
+export function writeFilters(f: Filters): void {
+  const qs = new URLSearchParams();
+  for (const k of FILTER_KEYS) if (f[k]) qs.set(k, f[k]);
+  const s = qs.toString();
+  navigate(s ? `/requests?${s}` : '/requests', { replace: true });
+}
+
+/** A text filter that updates the URL when typing pauses, not on every keystroke. */
+function DebouncedInput({
+  id,
+  value,
+  placeholder,
+  onCommit,
+}: {
+  id: string;
+  value: string;
+  placeholder: string;
+  onCommit: (v: string) => void;
+}) {
+  const [text, setText] = useState(value);
+  useEffect(() => setText(value), [value]);
+  useEffect(() => {
+    if (text === value) return;
+    const t = setTimeout(() => onCommit(text.trim()), 450);
+    return () => clearTimeout(t);
+  }, [text, value, onCommit]);
+  return (
+    <input
+      id={id}
+      value={text}
+      placeholder={placeholder}
+      onChange={(e) => setText(e.target.value)}
+      onKeyDown={(e) => {
+        if (e.key === 'Enter') onCommit(text.trim());
+      }}
+    />
+  );
+}
+
+export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyView[] }) {
+  const set = (k: FilterKey, v: string): void => writeFilters({ ...filters, [k]: v || undefined });
+  const statusValue = filters.outcome ? `outcome:${filters.outcome}` : filters.status ? `status:${filters.status}` : '';
+  const active = FILTER_KEYS.some((k) => filters[k]);
+  return (
+    <div className="filters" role="search" aria-label="Filter requests">
+      <div className="field field-inline">
+        <label htmlFor="f-range">Time</label>
+        <select id="f-range" value={filters.range ?? ''} onChange={(e) => set('range', e.target.value)}>
+          <option value="">All time</option>
+          {Object.entries(RANGES).map(([id, r]) => (
+            <option key={id} value={id}>
+              {r.label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="f-key">Key</label>
+        <select id="f-key" value={filters.key_id ?? ''} onChange={(e) => set('key_id', e.target.value)}>
+          <option value="">All keys</option>
+          {keys.map((k) => (
+            <option key={k.id} value={k.id}>
+              {k.name} ({k.hint})
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="f-provider">Provider</label>
+        <select id="f-provider" value={filters.provider ?? ''} onChange={(e) => set('provider', e.target.value)}>
+          <option value="">All providers</option>
+          {Object.entries(PROVIDER_LABELS).map(([id, label]) => (
+            <option key={id} value={id}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="f-status">Status</label>
+        <select
+          id="f-status"
+          value={statusValue}
+          onChange={(e) => {
+            const [kind, v] = e.target.value.split(':');
+            writeFilters({
+              ...filters,
+              outcome: kind === 'outcome' ? v : undefined,
+              status: kind === 'status' ? v : undefined,
+            });
+          }}
+        >
+          <option value="">Any status</option>
+          <optgroup label="Outcome">
+            {Object.entries(OUTCOME_LABELS).map(([id, label]) => (
+              <option key={id} value={`outcome:${id}`}>
+                {label}
+              </option>
+            ))}
+          </optgroup>
+          <optgroup label="HTTP status">
+            {['200', '400', '401', '403', '404', '429', '500', '502', '503', '504', '529'].map((s) => (
+              <option key={s} value={`status:${s}`}>
+                {s}
+              </option>
+            ))}
+          </optgroup>
+        </select>
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="f-model">Model</label>
+        <DebouncedInput id="f-model" value={filters.model ?? ''} placeholder="e.g. gpt-4o-mini" onCommit={(v) => set('model', v)} />
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="f-property">Property</label>
+        <DebouncedInput
+          id="f-property"
+          value={filters.property ?? ''}
+          placeholder="name:value"
+          onCommit={(v) => set('property', v)}
+        />
+      </div>
+      {active && (
+        <button type="button" className="btn btn-ghost btn-sm filters-clear" onClick={() => writeFilters({})}>
+          Clear filters
+        </button>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,56 @@
+import type { UsagePoint } from '../api.js';
+
+export type Bucket = 'minute' | 'hour' | 'day';
+
+export const USAGE_RANGES = {
+  '1h': { label: '1h', ms: 3600_000, bucket: 'minute' },
+  '24h': { label: '24h', ms: 86_400_000, bucket: 'hour' },
+  '7d': { label: '7d', ms: 7 * 86_400_000, bucket: 'hour' },
+  '30d': { label: '30d', ms: 30 * 86_400_000, bucket: 'day' },
+} as const satisfies Record<string, { label: string; ms: number; bucket: Bucket }>;
+
+export type UsageRange = keyof typeof USAGE_RANGES;
+
+const STEP: Record<Bucket, number> = { minute: 60_000, hour: 3600_000, day: 86_400_000 };
+
+function floorTo(t: number, bucket: Bucket): number {
+  return Math.floor(t / STEP[bucket]) * STEP[bucket];
+}
+
+const EMPTY: Omit<UsagePoint, 'bucket'> = {
+  requests: 0,
+  errors: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_tokens: 0,
+  cost_usd: 0,
+  unknown_cost_requests: 0,
+  latency_p50_ms: null,
+  latency_p95_ms: null,
+};
+
+export interface ChartPoint extends Omit<UsagePoint, 'bucket'> {
+  t: number;
+}
+
+/** The server returns only buckets with traffic; charts read better with the quiet buckets as zeros. */
+export function fillBuckets(points: UsagePoint[], from: number, to: number, bucket: Bucket): ChartPoint[] {
+  const byTime = new Map(points.map((p) => [floorTo(Date.parse(p.bucket), bucket), p]));
+  const out: ChartPoint[] = [];
+  for (let t = floorTo(from, bucket); t <= to; t += STEP[bucket]) {
+    const p = byTime.get(t);
+    out.push({ ...EMPTY, ...(p ?? {}), t });
+    byTime.delete(t);
+  }
+  // Anything the server bucketed differently (e.g. a local-midnight day) is still shown, not dropped.
+  for (const [t, p] of byTime) out.push({ ...EMPTY, ...p, t });
+  return out.sort((a, b) => a.t - b.t);
+}
+
+export function formatTick(t: number, bucket: Bucket, rangeMs: number): string {
+  const d = new Date(t);
+  if (bucket === 'day' || rangeMs > 2 * 86_400_000) {
+    return d.toLocaleDateString('en-US', { month: 'short', day: 'numeric' });
+  }
+  return d.toLocaleTimeString('en-US', { hour: '2-digit', minute: '2-digit', hour12: false });
+}

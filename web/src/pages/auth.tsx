@@ -1,0 +1,128 @@
+import { useState, type FormEvent } from 'react';
+import { ApiError, api, type Account, type CreatedKey, type Info } from '../api.js';
+import { Logo } from '../components/shell.js';
+import { Link } from '../router.js';
+
+export function AuthPage({
+  mode,
+  info,
+  onSignedIn,
+}: {
+  mode: 'login' | 'signup';
+  info: Info;
+  onSignedIn: (account: Account, key: CreatedKey | null) => void;
+}) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const signupOpen = info.signup === 'open';
+  const showSignup = mode === 'signup' && signupOpen;
+
+  async function submit(e: FormEvent): Promise<void> {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      if (showSignup) {
+        const r = await api.signup(email, password);
+        onSignedIn(r.account, r.key);
+      } else {
+        const r = await api.login(email, password);
+        onSignedIn(r.account, null);
+      }
+    } catch (err) {
+      setError(describe(err));
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div className="auth-wrap">
+      <div className="auth-card card">
+        <div className="auth-logo">
+          <Logo />
+        </div>
+        <h1>{showSignup ? 'Create your account' : 'Log in to keyrelay'}</h1>
+        <p className="muted">
+          {showSignup
+            ? 'You get a default key right away, ready to paste into your code.'
+            : 'Logs, usage and keys for your OpenAI and Anthropic traffic.'}
+        </p>
+        {mode === 'signup' && !signupOpen ? (
+          <div className="callout" role="status">
+            {info.signup === 'invite'
+              ? 'Sign-up on this server is by invitation. Ask your administrator for an account.'
+              : 'Sign-up is closed on this server. Ask your administrator for an account.'}
+          </div>
+        ) : (
+          <form onSubmit={(e) => void submit(e)} className="form" noValidate={false}>
+            <div className="field">
+              <label htmlFor="email">Email</label>
+              <input
+                id="email"
+                type="email"
+                autoComplete="email"
+                required
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+                autoFocus
+              />
+            </div>
+            <div className="field">
+              <label htmlFor="password">Password</label>
+              <input
+                id="password"
+                type="password"
+                autoComplete={showSignup ? 'new-password' : 'current-password'}
+                required
+                minLength={showSignup ? 8 : undefined}
+                value={password}
+                onChange={(e) => setPassword(e.target.value)}
+                aria-describedby={showSignup ? 'password-hint' : undefined}
+              />
+              {showSignup && (
+                <span id="password-hint" className="hint">
+                  At least 8 characters; a passphrase works well.
+                </span>
+              )}
+            </div>
+            {error && (
+              <div className="form-error" role="alert">
+                {error}
+              </div>
+            )}
+            <button type="submit" className="btn btn-primary btn-block" disabled={busy}>
+              {busy ? 'Please wait…' : showSignup ? 'Create account' : 'Log in'}
+            </button>
+          </form>
+        )}
+        <p className="auth-switch muted">
+          {mode === 'signup' ? (
+            <>
+              Already have an account? <Link to="/login">Log in</Link>
+            </>
+          ) : signupOpen ? (
+            <>
+              New here? <Link to="/signup">Create an account</Link>
+            </>
+          ) : null}
+        </p>
+      </div>
+    </div>
+  );
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof ApiError)) return 'Something went wrong. Please try again.';
+  switch (err.code) {
+    case 'invalid_credentials':
+      return 'Wrong email or password.';
+    case 'too_many_attempts':
+      return 'Too many attempts. Wait a minute, then try again.';
+    case 'email_taken':
+      return 'An account with this email already exists. Try logging in.';
+    default:
+      return err.message;
+  }
+}

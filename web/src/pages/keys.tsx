@@ -1,0 +1,217 @@
+import { useEffect, useState } from 'react';
+import { api, type KeyView } from '../api.js';
+import { KeyStatusBadge } from '../components/badge.js';
+import { CreateKeyDialog, RevokeKeyDialog, RollKeyDialog } from '../components/key-dialogs.js';
+import { PageHeader } from '../components/page-header.js';
+import { EmptyState, ErrorState, SkeletonRows } from '../components/states.js';
+import { formatDate, formatDateTime, formatRelative } from '../lib/format.js';
+import { useAsync } from '../lib/use-async.js';
+import { navigate, useLocation } from '../router.js';
+
+type Dialog = { kind: 'create' } | { kind: 'roll'; key: KeyView } | { kind: 'revoke'; key: KeyView } | null;
+
+function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
+  const [editing, setEditing] = useState(false);
+  const [name, setName] = useState(k.name);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function save(): Promise<void> {
+    const trimmed = name.trim();
+    if (!trimmed || trimmed === k.name) {
+      setEditing(false);
+      setName(k.name);
+      return;
+    }
+    setBusy(true);
+    try {
+      await api.renameKey(k.id, trimmed);
+      setEditing(false);
+      setError(null);
+      onDone();
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  if (!editing) {
+    return (
+      <div className="name-cell">
+        <span className="key-name">{k.name}</span>
+        <button
+          type="button"
+          className="btn btn-ghost btn-xs"
+          aria-label={`Rename ${k.name}`}
+          onClick={() => {
+            setName(k.name);
+            setEditing(true);
+          }}
+        >
+          Rename
+        </button>
+      </div>
+    );
+  }
+  return (
+    <form
+      className="rename-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save();
+      }}
+    >
+      <label className="sr-only" htmlFor={`rename-${k.id}`}>
+        New name for {k.name}
+      </label>
+      <input
+        id={`rename-${k.id}`}
+        value={name}
+        maxLength={100}
+        autoFocus
+        disabled={busy}
+        onChange={(e) => setName(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Escape') {
+            e.preventDefault();
+            setEditing(false);
+            setName(k.name);
+          }
+        }}
+      />
+      <button type="submit" className="btn btn-primary btn-xs" disabled={busy}>
+        Save
+      </button>
+      <button type="button" className="btn btn-ghost btn-xs" onClick={() => setEditing(false)}>
+        Cancel
+      </button>
+      {error && (
+        <span className="form-error small" role="alert">
+          {error}
+        </span>
+      )}
+    </form>
+  );
+}
+
+export function KeysPage() {
+  const keys = useAsync(() => api.listKeys(), []);
+  const { query, search } = useLocation();
+  const [dialog, setDialog] = useState<Dialog>(null);
+
+  // Deep links from the overview: /keys?create=1 and /keys?roll=<id>.
+  useEffect(() => {
+    if (!keys.data) return;
+    const roll = query.get('roll');
+    const target = roll ? keys.data.keys.find((k) => k.id === roll && k.status === 'active') : undefined;
+    if (target) setDialog({ kind: 'roll', key: target });
+    else if (query.get('create')) setDialog({ kind: 'create' });
+    if (roll || query.get('create')) navigate('/keys', { replace: true });
+  }, [keys.data, search]);
+
+  const list = keys.data?.keys ?? [];
+  return (
+    <>
+      <PageHeader
+        title="Keys"
+        description="Each key gets its own request log, usage and controls. Send it as the proxy-api-key header."
+        actions={
+          <button type="button" className="btn btn-primary" onClick={() => setDialog({ kind: 'create' })}>
+            Create key
+          </button>
+        }
+      />
+      {keys.error ? (
+        <ErrorState error={keys.error} onRetry={keys.reload} />
+      ) : keys.data && list.length === 0 ? (
+        <EmptyState
+          title="No keys yet"
+          action={
+            <button type="button" className="btn btn-primary" onClick={() => setDialog({ kind: 'create' })}>
+              Create your first key
+            </button>
+          }
+        >
+          Create a key, then send it in the <code>proxy-api-key</code> header.
+        </EmptyState>
+      ) : (
+        <div className="table-wrap card">
+          <table className="table">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Status</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {!keys.data ? (
+                <SkeletonRows cols={6} rows={3} />
+              ) : (
+                list.map((k) => (
+                  <tr key={k.id} data-key-id={k.id}>
+                    <td>
+                      {k.status === 'active' ? <RenameCell k={k} onDone={keys.reload} /> : <span className="key-name">{k.name}</span>}
+                    </td>
+                    <td>
+                      <code className="key-hint">{k.hint}</code>
+                    </td>
+                    <td title={formatDateTime(k.created_at)}>{formatDate(k.created_at)}</td>
+                    <td title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>{formatRelative(k.last_used_at)}</td>
+                    <td>
+                      <KeyStatusBadge status={k.status} />
+                      {k.status === 'active' && k.expires_at && (
+                        <span className="muted small expires" title={formatDateTime(k.expires_at)}>
+                          expires {formatRelative(k.expires_at)}
+                        </span>
+                      )}
+                    </td>
+                    <td className="actions-cell">
+                      {k.status === 'active' && (
+                        <div className="row-actions">
+                          <button
+                            type="button"
+                            className="btn btn-secondary btn-xs"
+                            aria-label={`Roll ${k.name}`}
+                            onClick={() => setDialog({ kind: 'roll', key: k })}
+                          >
+                            Roll
+                          </button>
+                          <button
+                            type="button"
+                            className="btn btn-danger-ghost btn-xs"
+                            aria-label={`Revoke ${k.name}`}
+                            onClick={() => setDialog({ kind: 'revoke', key: k })}
+                          >
+                            Revoke
+                          </button>
+                        </div>
+                      )}
+                    </td>
+                  </tr>
+                ))
+              )}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <CreateKeyDialog open={dialog?.kind === 'create'} onClose={() => setDialog(null)} onCreated={keys.reload} />
+      <RollKeyDialog
+        keyView={dialog?.kind === 'roll' ? dialog.key : null}
+        onClose={() => setDialog(null)}
+        onRolled={keys.reload}
+      />
+      <RevokeKeyDialog
+        keyView={dialog?.kind === 'revoke' ? dialog.key : null}
+        onClose={() => setDialog(null)}
+        onRevoked={keys.reload}
+      />
+    </>
+  );
+}

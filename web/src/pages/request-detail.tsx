@@ -1,0 +1,200 @@
+import type { ReactNode } from 'react';
+import { ApiError, api, type RequestLogRow } from '../api.js';
+import { Badge, StatusBadge } from '../components/badge.js';
+import { BodyView } from '../components/body-view.js';
+import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
+import {
+  formatBytes,
+  formatCost,
+  formatDateTime,
+  formatMs,
+  formatNumber,
+  OUTCOME_LABELS,
+  PROVIDER_LABELS,
+} from '../lib/format.js';
+import { useAsync } from '../lib/use-async.js';
+import { Link } from '../router.js';
+
+const USAGE_SOURCE_TEXT: Record<string, string> = {
+  provider: 'reported by the provider',
+  estimated: 'estimated by keyrelay (the provider reported none)',
+  partial: 'partial (the stream ended early)',
+  none: 'not available',
+};
+
+function Facts({ items }: { items: [string, ReactNode][] }) {
+  return (
+    <dl className="facts">
+      {items.map(([k, v]) => (
+        <div key={k} className="fact">
+          <dt>{k}</dt>
+          <dd>{v}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+function HeaderTable({ title, headers }: { title: string; headers: Record<string, string> }) {
+  const entries = Object.entries(headers).sort(([a], [b]) => a.localeCompare(b));
+  return (
+    <div className="header-table">
+      <h3>{title}</h3>
+      {entries.length === 0 ? (
+        <p className="muted small">None logged.</p>
+      ) : (
+        <table className="table table-compact">
+          <tbody>
+            {entries.map(([k, v]) => (
+              <tr key={k}>
+                <th scope="row">{k}</th>
+                <td>
+                  <code>{v}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function Card({ title, children }: { title: string; children: ReactNode }) {
+  return (
+    <section className="card detail-card">
+      <h2>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+function Detail({ r }: { r: RequestLogRow }) {
+  const keys = useAsync(() => api.listKeys(), []);
+  const key = keys.data?.keys.find((k) => k.id === r.key_id);
+  const props = Object.entries(r.properties ?? {});
+  const contentType = Object.entries(r.response_headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1];
+  const n = (v: number | null) => (v === null ? <span className="muted">—</span> : formatNumber(v));
+
+  return (
+    <>
+      <nav className="breadcrumb" aria-label="Breadcrumb">
+        <Link to="/requests">← Requests</Link>
+      </nav>
+      <header className="page-header detail-header">
+        <div>
+          <h1 className="detail-title">
+            <span className="method">{r.method}</span> <span className="path">{r.path}</span>
+          </h1>
+          <p className="muted detail-meta">
+            <StatusBadge status={r.status} outcome={r.outcome} /> {OUTCOME_LABELS[r.outcome] ?? r.outcome}
+            {r.error_code && (
+              <>
+                {' '}
+                · <code>{r.error_code}</code>
+              </>
+            )}{' '}
+            · {PROVIDER_LABELS[r.provider] ?? r.provider} · {r.model ?? 'no model'} {r.stream && <Badge tone="blue">stream</Badge>} ·{' '}
+            {formatDateTime(r.created_at)}
+          </p>
+        </div>
+        <code className="muted small request-id" title="x-keyrelay-request-id">
+          {r.id}
+        </code>
+      </header>
+
+      <div className="detail-grid">
+        <Card title="Timing">
+          <Facts
+            items={[
+              ['Time to first byte', formatMs(r.ttfb_ms)],
+              ['Total', formatMs(r.latency_ms)],
+              ['Request size', formatBytes(r.request_bytes)],
+              ['Response size', formatBytes(r.response_bytes)],
+            ]}
+          />
+        </Card>
+        <Card title="Usage">
+          <Facts
+            items={[
+              ['Input tokens', n(r.input_tokens)],
+              ['Cache read', n(r.cache_read_tokens)],
+              ['Cache write', n(r.cache_write_tokens)],
+              ['Output tokens', n(r.output_tokens)],
+              ['Reasoning', n(r.reasoning_tokens)],
+              ['Source', <span key="s" title={USAGE_SOURCE_TEXT[r.usage_source]}>{r.usage_source}</span>],
+            ]}
+          />
+        </Card>
+        <Card title="Cost">
+          <p className={`big-number ${r.cost_usd === null ? 'muted' : ''}`} data-testid="detail-cost">
+            {formatCost(r.cost_usd)}
+          </p>
+          <p className="muted small">
+            {r.cost_usd === null
+              ? 'No price is known for this model, or there was no usage to price.'
+              : `Priced with ${r.price_source ?? 'the price library'}.`}
+          </p>
+        </Card>
+        <Card title="Context">
+          <Facts
+            items={[
+              ['Key', key ? `${key.name} (${key.hint})` : r.key_id],
+              ['End user', r.end_user ?? <span className="muted">—</span>],
+              ['Session', r.session ?? <span className="muted">—</span>],
+              ['Client IP', r.client_ip ?? <span className="muted">—</span>],
+              ['User agent', r.user_agent ?? <span className="muted">—</span>],
+              ['Credential', r.credential_fingerprint ? <code key="c">{r.credential_fingerprint.slice(0, 12)}…</code> : '—'],
+            ]}
+          />
+        </Card>
+      </div>
+
+      {props.length > 0 && (
+        <section className="card section">
+          <h2>Properties</h2>
+          <div className="props">
+            {props.map(([k, v]) => (
+              <Link key={k} className="prop" to={`/requests?property=${encodeURIComponent(`${k}:${v}`)}`}>
+                <span className="prop-k">{k}</span>
+                <span className="prop-v">{v}</span>
+              </Link>
+            ))}
+          </div>
+        </section>
+      )}
+
+      <BodyView id="req-body" title="Request body" body={r.request_body} truncated={r.request_body_truncated} />
+      <BodyView
+        id="res-body"
+        title="Response body"
+        body={r.response_body}
+        truncated={r.response_body_truncated}
+        contentType={contentType}
+      />
+
+      <section className="card section">
+        <h2>Headers</h2>
+        <p className="muted small">Credentials are redacted before anything is stored.</p>
+        <div className="headers-grid">
+          <HeaderTable title="Request" headers={r.request_headers} />
+          <HeaderTable title="Response" headers={r.response_headers} />
+        </div>
+      </section>
+    </>
+  );
+}
+
+export function RequestDetailPage({ id }: { id: string }) {
+  const req = useAsync(() => api.getRequest(id), [id]);
+  if (req.error instanceof ApiError && req.error.status === 404) {
+    return (
+      <EmptyState title="Request not found" action={<Link to="/requests" className="btn btn-secondary">Back to requests</Link>}>
+        It may have been pruned by retention, or it belongs to another account.
+      </EmptyState>
+    );
+  }
+  if (req.error) return <ErrorState error={req.error} onRetry={req.reload} />;
+  if (!req.data) return <LoadingState label="Loading request…" />;
+  return <Detail r={req.data.request} />;
+}

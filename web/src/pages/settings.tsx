@@ -1,0 +1,90 @@
+import { useState, type FormEvent } from 'react';
+import { ApiError, api } from '../api.js';
+import { PageHeader } from '../components/page-header.js';
+import { useSession } from '../session.js';
+
+function PasswordForm() {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [confirm, setConfirm] = useState('');
+  const [status, setStatus] = useState<{ ok: boolean; text: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(e: FormEvent): Promise<void> {
+    e.preventDefault();
+    if (next !== confirm) {
+      setStatus({ ok: false, text: 'The new passwords do not match.' });
+      return;
+    }
+    setBusy(true);
+    setStatus(null);
+    try {
+      await api.changePassword(current, next);
+      setCurrent('');
+      setNext('');
+      setConfirm('');
+      setStatus({ ok: true, text: 'Password changed. Other sessions were logged out.' });
+    } catch (err) {
+      const text =
+        err instanceof ApiError && err.code === 'wrong_password'
+          ? 'Your current password is not correct.'
+          : (err as Error).message;
+      setStatus({ ok: false, text });
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form className="form form-narrow" onSubmit={(e) => void submit(e)}>
+      <div className="field">
+        <label htmlFor="current-password">Current password</label>
+        <input id="current-password" type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
+      </div>
+      <div className="field">
+        <label htmlFor="new-password">New password</label>
+        <input id="new-password" type="password" autoComplete="new-password" required minLength={8} value={next} onChange={(e) => setNext(e.target.value)} />
+      </div>
+      <div className="field">
+        <label htmlFor="confirm-password">Confirm new password</label>
+        <input id="confirm-password" type="password" autoComplete="new-password" required minLength={8} value={confirm} onChange={(e) => setConfirm(e.target.value)} />
+      </div>
+      {status && (
+        <div className={status.ok ? 'form-success' : 'form-error'} role={status.ok ? 'status' : 'alert'}>
+          {status.text}
+        </div>
+      )}
+      <div>
+        <button type="submit" className="btn btn-primary" disabled={busy}>
+          {busy ? 'Saving…' : 'Change password'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function SettingsPage() {
+  const { account, signOut } = useSession();
+  return (
+    <>
+      <PageHeader title="Settings" />
+      <section className="card section" aria-labelledby="account-h">
+        <h2 id="account-h">Account</h2>
+        <div className="settings-row">
+          <div>
+            <div className="muted small">Email</div>
+            <div>{account.email}</div>
+          </div>
+          <button type="button" className="btn btn-secondary" onClick={() => void signOut()}>
+            Log out
+          </button>
+        </div>
+      </section>
+      <section className="card section" aria-labelledby="password-h">
+        <h2 id="password-h">Change password</h2>
+        <p className="muted">Changing it logs out every other session on this account.</p>
+        <PasswordForm />
+      </section>
+    </>
+  );
+}
