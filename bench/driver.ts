@@ -37,6 +37,11 @@ const BODIES: Record<ProviderName, { plain: string; stream: string }> = {
 };
 
 const pools = new Map<string, Pool>();
+/** The first failure of the current job, so the parent can say why requests failed. */
+let errorSample: string | null = null;
+function noteError(what: string): void {
+  errorSample ??= what.slice(0, 300);
+}
 function poolFor(origin: string): Pool {
   let p = pools.get(origin);
   if (!p) {
@@ -62,11 +67,15 @@ async function send(pool: Pool, target: Target, provider: ProviderName, stream: 
   });
   let firstByteAt = 0;
   let chunks = 0;
+  if (res.statusCode !== 200) {
+    noteError(`HTTP ${res.statusCode}: ${await res.body.text()}`);
+    return { ok: false, firstByteAt: performance.now(), endAt: performance.now(), chunks: 1 };
+  }
   for await (const _ of res.body) {
     if (chunks === 0) firstByteAt = performance.now();
     chunks += 1;
   }
-  return { ok: res.statusCode === 200, firstByteAt, endAt: performance.now(), chunks };
+  return { ok: true, firstByteAt, endAt: performance.now(), chunks };
 }
 
 /** Runs `fn` and measures the driver's own CPU share and event-loop delay over it. */
@@ -112,7 +121,8 @@ async function runOpen(job: Extract<Job, { kind: 'open' }>): Promise<OpenResult>
           else errors += 1;
           finish();
         },
-        () => {
+        (err: unknown) => {
+          noteError(String(err));
           latency[idx] = performance.now() - intended;
           service[idx] = performance.now() - sentAt;
           errors += 1;
@@ -156,7 +166,8 @@ async function runClosed(job: Extract<Job, { kind: 'closed' }>): Promise<ClosedR
         const o = await send(pool, job.target, 'openai', false);
         if (o.ok) lat.push(o.endAt - s);
         else errors += 1;
-      } catch {
+      } catch (err) {
+        noteError(String(err));
         errors += 1;
       }
     }
@@ -193,7 +204,8 @@ async function runStream(job: Extract<Job, { kind: 'stream' }>): Promise<StreamR
         ttfb.push(o.firstByteAt - s);
         ttlb.push(o.endAt - s);
         chunks += o.chunks;
-      } catch {
+      } catch (err) {
+        noteError(String(err));
         errors += 1;
       }
     }
@@ -227,6 +239,11 @@ async function runHold(job: Extract<Job, { kind: 'hold' }>, id: number): Promise
         headers: { ...job.target.headers[job.provider], 'content-type': 'application/json' },
         body: BODIES[job.provider].stream,
       });
+      if (res.statusCode !== 200) {
+        noteError(`HTTP ${res.statusCode}: ${await res.body.text()}`);
+        errors += 1;
+        return;
+      }
       let first = true;
       for await (const _ of res.body) {
         if (!first) continue;
@@ -237,9 +254,9 @@ async function runHold(job: Extract<Job, { kind: 'hold' }>, id: number): Promise
           reply({ id, event: 'all-open' });
         }
       }
-      if (res.statusCode === 200) completed += 1;
-      else errors += 1;
-    } catch {
+      completed += 1;
+    } catch (err) {
+      noteError(String(err));
       errors += 1;
     }
   };
@@ -254,6 +271,7 @@ function reply(msg: DriverMessage): void {
 
 async function run(req: DriverRequest): Promise<void> {
   const { job } = req;
+  errorSample = null;
   try {
     const [result, self] = await measureSelf<JobResult>(() => {
       switch (job.kind) {
@@ -268,7 +286,7 @@ async function run(req: DriverRequest): Promise<void> {
       }
     });
     result.driver = self;
-    reply({ id: req.id, result });
+    reply({ id: req.id, result, errorSample });
   } catch (err) {
     reply({ id: req.id, error: err instanceof Error ? err.message : String(err) });
   }

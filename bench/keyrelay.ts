@@ -1,6 +1,6 @@
 /** Building, seeding and starting keyrelay from the built code, as an operator would run it. */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -15,11 +15,23 @@ export function hasKeyrelaySource(): boolean {
   return existsSync(join(ROOT, 'src/cli/main.ts'));
 }
 
-export async function buildServer(): Promise<void> {
-  await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: ROOT,
-    maxBuffer: 16 << 20,
-  });
+/**
+ * Builds the server into dist/. In a shared checkout someone's half-edited file can break the build: then
+ * the existing dist/ is measured and the returned warning says so (null when the build succeeded).
+ */
+export async function buildServer(): Promise<string | null> {
+  try {
+    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: ROOT,
+      maxBuffer: 16 << 20,
+    });
+    return null;
+  } catch (err) {
+    const out = (err as { stdout?: string }).stdout ?? String(err);
+    if (!existsSync(MAIN)) throw new Error(`build failed and there is no dist/ to fall back on:\n${out.slice(0, 2000)}`);
+    const built = statSync(MAIN).mtime.toISOString();
+    return `build failed; measuring the existing dist/ (built ${built}):\n${out.slice(0, 1500)}`;
+  }
 }
 
 /** The environment keyrelay sees: ours without any KEYRELAY_* (a stray DATABASE_URL would switch stores). */
@@ -47,6 +59,8 @@ export interface KeyrelayStart {
   requestLog: boolean;
   profileDir?: string;
   pin?: string;
+  /** keyrelay's stdout and stderr go here. */
+  logFile?: string;
 }
 
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
@@ -68,6 +82,7 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
     port,
     `http://127.0.0.1:${port}/readyz`,
     o.pin,
+    o.logFile,
   );
 }
 

@@ -16,11 +16,8 @@ function readBusyMs(): number {
 function ourCpuMs(pids: number[]): number {
   let sum = 0;
   for (const pid of pids) {
-    try {
-      sum += readCpuMs(pid);
-    } catch {
-      // exited
-    }
+    const ms = readCpuMs(pid);
+    if (Number.isFinite(ms)) sum += ms;
   }
   return sum;
 }

@@ -1,13 +1,17 @@
 /** Child processes of the bench, and what /proc and /metrics say about them. */
 import { spawn, fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import type { DriverMessage, Job, JobResult } from './protocol.js';
 
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const TSX = ['--import', 'tsx'];
+/** Where the transpiled bench scripts are (see compile.ts); set once by run.ts. */
+let jsDir = fileURLToPath(new URL('.', import.meta.url));
+export function useScriptDir(dir: string): void {
+  jsDir = dir.endsWith('/') ? dir : `${dir}/`;
+}
+const script = (name: string): string => jsDir + name.replace(/\.ts$/, '.js');
 const CLK_TCK = 100; // getconf CLK_TCK on Linux x86-64
 
 export interface Child {
@@ -15,6 +19,15 @@ export interface Child {
   pid: number;
   port: number;
   stop(): Promise<void>;
+  /** Null while running; otherwise how it ended and the end of its stderr. */
+  exited(): string | null;
+}
+
+function exitWatch(proc: ChildProcess, tail: () => string): () => string | null {
+  return () => {
+    if (proc.exitCode === null && proc.signalCode === null) return null;
+    return `exit ${proc.exitCode ?? proc.signalCode}: ${tail().trim().slice(-1500)}`;
+  };
 }
 
 function stopper(proc: ChildProcess): () => Promise<void> {
@@ -32,7 +45,7 @@ function stopper(proc: ChildProcess): () => Promise<void> {
 
 /** Starts a bench TS server that prints `{"port":N}` on its first stdout line. */
 export function startBenchServer(file: string, args: string[] = [], pin?: string): Promise<Child> {
-  const argv = [...TSX, HERE + file, ...args];
+  const argv = [script(file), ...args];
   const proc = pin ? spawn('taskset', ['-c', pin, process.execPath, ...argv]) : spawn(process.execPath, argv);
   proc.stderr?.pipe(process.stderr);
   return new Promise((resolve, reject) => {
@@ -45,7 +58,7 @@ export function startBenchServer(file: string, args: string[] = [], pin?: string
       const { port } = JSON.parse(buf.slice(0, nl)) as { port: number };
       proc.removeAllListeners('exit');
       proc.stdout?.resume();
-      resolve({ proc, pid: proc.pid!, port, stop: stopper(proc) });
+      resolve({ proc, pid: proc.pid!, port, stop: stopper(proc), exited: exitWatch(proc, () => '') });
     });
   });
 }
@@ -70,20 +83,28 @@ export async function startProcess(
   port: number,
   readyUrl: string,
   pin?: string,
+  stderrFile?: string,
 ): Promise<Child> {
   const proc = pin
     ? spawn('taskset', ['-c', pin, cmd, ...args], { env: { ...process.env, ...env } })
     : spawn(cmd, args, { env: { ...process.env, ...env } });
   let stderr = '';
-  proc.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-  proc.stdout?.resume();
+  const file = stderrFile ? createWriteStream(stderrFile) : null;
+  const keep = (c: Buffer): void => {
+    stderr = (stderr + c.toString()).slice(-4000);
+    file?.write(c);
+  };
+  proc.stderr?.on('data', keep);
+  proc.stdout?.on('data', keep);
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`${args.join(' ')} exited (${proc.exitCode}): ${stderr}`);
     try {
       const res = await request(readyUrl);
       await res.body.dump();
-      if (res.statusCode === 200) return { proc, pid: proc.pid!, port, stop: stopper(proc) };
+      if (res.statusCode === 200) {
+        return { proc, pid: proc.pid!, port, stop: stopper(proc), exited: exitWatch(proc, () => stderr) };
+      }
     } catch {
       // not listening yet
     }
@@ -95,24 +116,33 @@ export async function startProcess(
 
 /** User + system CPU time of a process, in milliseconds. */
 export function readCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return NaN; // exited
+  }
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
 export function readRssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN; // exited
+  }
 }
 
 /** Samples a process's RSS every `everyMs` until stopped; returns the peak. */
 export function sampleRss(pid: number, everyMs = 100): () => number {
   let peak = readRssMb(pid);
-  const t = setInterval(() => (peak = Math.max(peak, readRssMb(pid))), everyMs);
+  const t = setInterval(() => (peak = Math.max(peak, readRssMb(pid) || 0)), everyMs);
   return () => {
     clearInterval(t);
-    return Math.max(peak, readRssMb(pid));
+    return Math.max(peak, readRssMb(pid) || 0);
   };
 }
 
@@ -136,17 +166,21 @@ export interface Driver {
 }
 
 export function startDriver(pin?: string): Driver {
-  const proc = fork(HERE + 'driver.ts', [], { execArgv: TSX, serialization: 'advanced' });
+  const proc = fork(script('driver.ts'), [], { execArgv: [], serialization: 'advanced' });
   if (pin) spawn('taskset', ['-p', '-c', pin, String(proc.pid)]).on('error', () => undefined);
   let nextId = 1;
-  const waiting = new Map<number, { resolve: (r: JobResult) => void; reject: (e: Error) => void; onEvent?: (e: string) => void }>();
+  const waiting = new Map<
+    number,
+    { target: string; resolve: (r: JobResult) => void; reject: (e: Error) => void; onEvent?: (e: string) => void }
+  >();
   proc.on('message', (msg: DriverMessage) => {
     const w = waiting.get(msg.id);
     if (!w) return;
     if ('event' in msg) return w.onEvent?.(msg.event);
     waiting.delete(msg.id);
-    if ('error' in msg) w.reject(new Error(msg.error));
-    else w.resolve(msg.result);
+    if ('error' in msg) return w.reject(new Error(msg.error));
+    if (msg.errorSample) process.stderr.write(`[bench] ${w.target}: first error: ${msg.errorSample}\n`);
+    w.resolve(msg.result);
   });
   proc.on('exit', (code) => {
     for (const w of waiting.values()) w.reject(new Error(`driver exited (${code})`));
@@ -157,7 +191,7 @@ export function startDriver(pin?: string): Driver {
     run<R extends JobResult>(job: Job, onEvent?: (e: string) => void): Promise<R> {
       const id = nextId++;
       return new Promise<R>((resolve, reject) => {
-        waiting.set(id, { resolve: resolve as (r: JobResult) => void, reject, onEvent });
+        waiting.set(id, { target: job.target.name, resolve: resolve as (r: JobResult) => void, reject, onEvent });
         proc.send({ id, job });
       });
     },

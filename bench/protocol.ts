@@ -92,7 +92,7 @@ export type JobResult = OpenResult | ClosedResult | StreamResult | HoldResult;
 
 export type DriverRequest = { id: number; job: Job };
 export type DriverMessage =
-  | { id: number; result: JobResult }
+  | { id: number; result: JobResult; errorSample: string | null }
   | { id: number; error: string }
   | { id: number; event: 'all-open' };
 

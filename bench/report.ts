@@ -65,7 +65,8 @@ export function evaluate(r: Results): Check[] {
   const idle = get(r, 'memory', 'keyrelay', 'rss_idle_mb');
   const after = get(r, 'memory', 'keyrelay', 'rss_after_mb');
   // "Back near idle": within 50 MB of idle once load has stopped (V8 keeps some heap it grew).
-  checks.push(check('RSS after load − idle', after !== null && idle !== null ? round(after - idle, 1) : null, '<=', 50, 'MB'));
+  const back = check('RSS after load − idle', after !== null && idle !== null ? round(after - idle, 1) : null, '<=', 50, 'MB');
+  checks.push({ ...back, limit: '<= idle + 50 MB' });
   const on = get(r, 'saturation', 'keyrelay', 'rps');
   const off = get(r, 'saturation', 'keyrelay_nolog', 'rps');
   checks.push(check('throughput logging on / off', on && off ? round(on / off) : null, '>=', 0.9, ''));

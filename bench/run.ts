@@ -10,9 +10,10 @@ import { execFileSync } from 'node:child_process';
 import { buildServer, countLogRows, createBenchKey, hasKeyrelaySource, ROOT, startKeyrelay } from './keyrelay.js';
 import { waitQuiet, watchOthers } from './machine.js';
 import { parseOptions } from './options.js';
-import { readRssMb, startBenchServer, startDriver, type Child } from './processes.js';
+import { compileBench } from './compile.js';
+import { readRssMb, startBenchServer, startDriver, useScriptDir, type Child } from './processes.js';
 import { summarizeProfiles } from './profile-summary.js';
-import type { Target } from './protocol.js';
+import type { ClosedResult, Target } from './protocol.js';
 import { aggregate, evaluate, renderTable, type Raw, type Row } from './report.js';
 import { measureHold, measureOpen, measureSaturation, measureStream, type Subject, type SubjectId } from './scenarios.js';
 
@@ -35,6 +36,8 @@ function makeTarget(id: SubjectId, origin: string, prefix: string, key?: string)
   };
 }
 
+const compiled = compileBench();
+useScriptDir(compiled.dir);
 const children: Child[] = [];
 const upstream = await startBenchServer('upstream.ts', [], pinLoad);
 children.push(upstream);
@@ -44,19 +47,24 @@ const bare = await startBenchServer('bare-proxy.ts', [upOrigin, upOrigin], pinPr
 children.push(bare);
 
 const subjects: Subject[] = [
-  { id: 'direct', target: { ...makeTarget('direct', upOrigin, ''), paths: { openai: '/v1/chat/completions', anthropic: '/v1/messages' } }, pid: upstream.pid, sent: 0, full: true },
-  { id: 'bare', target: makeTarget('bare', `http://127.0.0.1:${bare.port}`, '/api/proxy'), pid: bare.pid, sent: 0, full: true },
+  { id: 'direct', target: { ...makeTarget('direct', upOrigin, ''), paths: { openai: '/v1/chat/completions', anthropic: '/v1/messages' } }, pid: upstream.pid, sent: 0, full: true, exited: upstream.exited },
+  { id: 'bare', target: makeTarget('bare', `http://127.0.0.1:${bare.port}`, '/api/proxy'), pid: bare.pid, sent: 0, full: true, exited: bare.exited },
 ];
 
 let keyrelayError: string | null = null;
+let buildWarning: string | null = null;
 const dataDirs: Partial<Record<SubjectId, string>> = {};
-const profileDir = opts.profile ? join(ROOT, 'bench/results', `prof-${started.toISOString().replace(/[:.]/g, '-')}`) : undefined;
+const stamp = started.toISOString().replace(/[:.]/g, '-');
+const resultsDir = join(ROOT, 'bench/results');
+mkdirSync(resultsDir, { recursive: true });
+const profileDir = opts.profile ? join(resultsDir, `prof-${stamp}`) : undefined;
 if (opts.keyrelay && !hasKeyrelaySource()) keyrelayError = 'src/cli/main.ts does not exist yet';
 else if (opts.keyrelay) {
   try {
     if (opts.build) {
       log('building the server (tsc -p tsconfig.build.json)…');
-      await buildServer();
+      buildWarning = await buildServer();
+      if (buildWarning) log(buildWarning);
     }
     const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-'));
     for (const [id, requestLog] of [['keyrelay', true], ['keyrelay_nolog', false]] as const) {
@@ -64,9 +72,10 @@ else if (opts.keyrelay) {
       mkdirSync(dataDir);
       dataDirs[id] = dataDir;
       const key = await createBenchKey(dataDir);
-      const kr = await startKeyrelay({ dataDir, upstream: upOrigin, requestLog, pin: pinProxy, profileDir: requestLog ? profileDir : undefined });
+      const logFile = join(resultsDir, `${stamp}-${id}.log`);
+      const kr = await startKeyrelay({ dataDir, upstream: upOrigin, requestLog, pin: pinProxy, profileDir: requestLog ? profileDir : undefined, logFile });
       children.push(kr);
-      subjects.push({ id, target: makeTarget(id, `http://127.0.0.1:${kr.port}`, '/api/proxy', key), pid: kr.pid, sent: 0, full: requestLog });
+      subjects.push({ id, target: makeTarget(id, `http://127.0.0.1:${kr.port}`, '/api/proxy', key), pid: kr.pid, sent: 0, full: requestLog, exited: kr.exited });
     }
   } catch (err) {
     keyrelayError = err instanceof Error ? err.message : String(err);
@@ -81,8 +90,15 @@ const memory: Partial<Record<SubjectId, Row>> = {};
 const proxies = subjects.filter((s) => s.id !== 'direct');
 
 /** Waits for a quiet machine, runs one step, files its row under `scenario`. */
-async function step(scenario: string, s: Subject, fn: () => Promise<Row>): Promise<Row> {
-  await waitQuiet(ours);
+const died: Partial<Record<SubjectId, string>> = {};
+async function step(scenario: string, s: Subject, fn: () => Promise<Row>): Promise<Row | null> {
+  const gone = s.exited();
+  if (gone) {
+    if (!died[s.id]) log(`${s.id} is not running (${gone.slice(0, 300)}); skipping its steps`);
+    died[s.id] = gone;
+    return null;
+  }
+  await waitQuiet(ours, 0.25, opts.quick ? 1500 : 5000);
   const stop = watchOthers(ours);
   const row = await fn();
   row.others_cores = stop();
@@ -90,12 +106,14 @@ async function step(scenario: string, s: Subject, fn: () => Promise<Row>): Promi
   ((raw[scenario] ??= {})[s.id] ??= []).push(row);
   return row;
 }
-const show = (r: Row, fields: string[]): string => fields.map((f) => `${f} ${typeof r[f] === 'number' ? r[f].toFixed(2) : '—'}`).join(' ');
+const show = (r: Row | null, fields: string[]): string =>
+  r === null ? 'skipped' : fields.map((f) => `${f} ${typeof r[f] === 'number' ? r[f].toFixed(2) : '—'}`).join(' ');
 
 for (const s of proxies) memory[s.id] = { rss_start_mb: readRssMb(s.pid) };
 log('warming up…');
 for (const s of subjects) {
-  await driver.run({ kind: 'closed', target: s.target, concurrency: 32, durationMs: opts.warmupMs });
+  const w = await driver.run<ClosedResult>({ kind: 'closed', target: s.target, concurrency: 32, durationMs: opts.warmupMs });
+  log(`warm-up ${s.id}: ${Math.round(w.rps)} rps, ${w.errors} errors`);
   for (const provider of ['openai', 'anthropic'] as const) {
     await driver.run({ kind: 'stream', target: s.target, provider, concurrency: 8, durationMs: opts.warmupMs / 2, chunks: opts.streamChunks, chunkMs: 0 });
   }
@@ -115,7 +133,7 @@ for (let rep = 1; rep <= opts.reps; rep += 1) {
   for (const s of subjects) {
     const row = await step('saturation', s, () => measureSaturation(driver, s, opts.saturationConcurrency, opts.saturationMs));
     log(`saturation rep ${rep} ${s.id}: ${show(row, ['rps', 'cpu_us_per_req', 'p99', 'eld_p99_ms', 'errors'])}`);
-    if (memory[s.id]) memory[s.id]!.rss_load_mb = Math.max(memory[s.id]!.rss_load_mb ?? 0, row.rss_peak_mb ?? 0);
+    if (memory[s.id] && row) memory[s.id]!.rss_load_mb = Math.max(memory[s.id]!.rss_load_mb ?? 0, row.rss_peak_mb ?? 0);
   }
 }
 for (const provider of ['openai', 'anthropic'] as const) {
@@ -133,11 +151,11 @@ for (const provider of ['openai', 'anthropic'] as const) {
 for (const s of proxies.filter((x) => x.full)) {
   const row = await step('hold', s, () => measureHold(driver, s, opts.slowStreams, opts.slowChunks, opts.slowChunkMs));
   log(`${opts.slowStreams} slow streams ${s.id}: ${show(row, ['rss_streams_mb', 'opened', 'completed', 'errors', 'open_ms'])}`);
-  memory[s.id]!.rss_streams_mb = row.rss_streams_mb ?? null;
+  memory[s.id]!.rss_streams_mb = row?.rss_streams_mb ?? null;
 }
 log(`settling ${opts.settleMs} ms…`);
 await new Promise((r) => setTimeout(r, opts.settleMs));
-for (const s of proxies) memory[s.id]!.rss_after_mb = readRssMb(s.pid);
+for (const s of proxies) memory[s.id]!.rss_after_mb = s.exited() ? null : readRssMb(s.pid);
 for (const [id, row] of Object.entries(memory)) (raw.memory ??= {})[id as SubjectId] = [row];
 
 driver.stop();
@@ -173,6 +191,8 @@ const report = {
     other_processes_cores_median: othersMedian,
     options: opts,
     keyrelay_error: keyrelayError,
+    build_warning: buildWarning,
+    died,
   },
   results,
   checks,
@@ -180,7 +200,7 @@ const report = {
   profile,
   raw,
 };
-const outFile = opts.out ?? join(ROOT, 'bench/results', `${started.toISOString().replace(/[:.]/g, '-')}.json`);
+const outFile = opts.out ?? join(resultsDir, `${stamp}.json`);
 mkdirSync(join(outFile, '..'), { recursive: true });
 writeFileSync(outFile, `${JSON.stringify(report, null, 2)}\n`);
 
@@ -196,6 +216,9 @@ if (results.saturation?.keyrelay && results.saturation.keyrelay.eld_p99_ms === n
   console.log('event-loop delay: keyrelay /metrics has no nodejs_eventloop_lag_p99_seconds (not measured)');
 }
 if (othersMedian > 0.25) console.log(`warning: other processes used ${othersMedian.toFixed(2)} cores during steps: numbers are noisy`);
+for (const [id, why] of Object.entries(died)) console.log(`${id} DIED during the run: ${why.slice(0, 600)}`);
+if (buildWarning) console.log(`WARNING: ${buildWarning.split('\n')[0]}`);
 if (keyrelayError) console.log(`keyrelay not measured: ${keyrelayError.slice(0, 300)}`);
 if (profile) console.log(`\nkeyrelay CPU profile, top self time:\n${profile.text}`);
 console.log(`\nJSON: ${outFile}`);
+compiled.remove();

@@ -15,6 +15,8 @@ export interface Subject {
   sent: number;
   /** Streams and memory steps run for it too (not only latency and throughput). */
   full: boolean;
+  /** Null while its process runs; otherwise why it stopped. */
+  exited: () => string | null;
 }
 
 export type Row = Record<string, number | null>;

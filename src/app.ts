@@ -55,7 +55,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   let proxyHandler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   const app = Fastify({
     loggerInstance: deps.log,
-    disableRequestLogging: true,
     trustProxy: deps.config.trustProxy,
     bodyLimit: 1024 * 1024,
     serverFactory: (fastifyHandler) =>

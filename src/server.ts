@@ -18,7 +18,7 @@ import { KeyVerifier } from './keys/verify.js';
 import { LogQueue } from './log/queue.js';
 import { startRetention } from './log/retention.js';
 import { createLogger } from './logger.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { openStores } from './store/factory.js';
 import type { ConfigStore, LogStore } from './store/types.js';
 import { computeCost } from './usage/index.js';
@@ -30,7 +30,15 @@ export interface RunningServer {
   /** Graceful stop; resolves when everything is flushed and closed. */
   stop(): Promise<void>;
   /** The live services, for the CLI-less paths of tests and tools. */
-  services: { configStore: ConfigStore; logStore: LogStore; bus: KeyEventBus; queue: LogQueue; keys: KeyVerifier };
+  services: {
+    configStore: ConfigStore;
+    logStore: LogStore;
+    bus: KeyEventBus;
+    queue: LogQueue;
+    keys: KeyVerifier;
+    lastUsed: LastUsedTracker;
+    metrics: Metrics;
+  };
 }
 
 const LAST_USED_FLUSH_MS = 15_000;
@@ -57,6 +65,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
 
   let draining = false;
   const inflight = new Set<() => void>();
+  const active = new Set<Promise<void>>();
   const keys = new KeyVerifier(configStore, config.keyCacheTtlMs, bus);
   const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) => warn(err, 'last_used_at write failed'));
   const queue = new LogQueue(
@@ -91,6 +100,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       dispatcher,
       isDraining: () => draining,
       inflight,
+      active,
       bodyLogBytes: config.bodyLogBytes,
       trustProxy: config.trustProxy,
       fingerprint: (credential) => createHmac('sha256', fingerprintKey).update(credential).digest('hex').slice(0, 32),
@@ -117,6 +127,8 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       }, config.drainTimeoutMs);
       await closed;
       clearTimeout(deadline);
+      // Cut exchanges finish their bookkeeping on later ticks; their rows must be queued before the flush.
+      await Promise.allSettled([...active]);
       retention.stop();
       await lastUsed.close();
       const left = await queue.flush(config.drainTimeoutMs);
@@ -137,6 +149,6 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     port,
     url: `http://${shownHost}:${port}`,
     stop,
-    services: { configStore, logStore, bus, queue, keys },
+    services: { configStore, logStore, bus, queue, keys, lastUsed, metrics },
   };
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAccount } from '../src/accounts/create-account.js';
-import { LocalKeyEventBus, type KeyEvent } from '../src/keys/events.js';
+import type { KeyEvent } from '../src/keys/events.js';
 import { hashKey, KEY_PATTERN } from '../src/keys/format.js';
 import { makeLogRow, toSummary } from './helpers/log-rows.js';
 import { startConsole, type Client, type ConsoleApp } from './console-harness.js';
@@ -54,7 +54,11 @@ describe('signup', () => {
     const c = s.client();
     const r = await c.post('/signup', { email: ' New@Example.com ', password: PASSWORD });
     expect(r.status).toBe(201);
-    expect(r.json.account).toEqual({ id: expect.any(String), email: 'new@example.com', created_at: expect.any(String) });
+    expect(r.json.account).toEqual({
+      id: expect.any(String),
+      email: 'new@example.com',
+      created_at: expect.any(String),
+    });
     const key = r.json.key;
     expect(Object.keys(key).sort()).toEqual([...KEY_VIEW_FIELDS, 'key'].sort());
     expect(key).toMatchObject({ name: 'default', status: 'active', account_id: r.json.account.id });
@@ -70,7 +74,9 @@ describe('signup', () => {
   it('refuses a bad email, a short password and a taken email', async () => {
     const s = await start();
     const c = s.client();
-    expect((await c.post('/signup', { email: 'not-an-email', password: PASSWORD })).json.error.code).toBe('invalid_email');
+    expect((await c.post('/signup', { email: 'not-an-email', password: PASSWORD })).json.error.code).toBe(
+      'invalid_email',
+    );
     const weak = await c.post('/signup', { email: 'a@example.com', password: 'short' });
     expect([weak.status, weak.json.error.code]).toEqual([400, 'weak_password']);
     await c.signup('a@example.com');
@@ -91,14 +97,19 @@ describe('signup', () => {
     const s = await start({ config: { signup: 'invite' } });
     const weak = await s.client().post('/signup', { email: 'admin@example.com', password: 'short' });
     expect(weak.json.error.code).toBe('weak_password');
-    expect((await s.client().post('/signup', { email: 'admin@example.com', password: PASSWORD })).status).toBe(201);
+    expect(
+      (await s.client().post('/signup', { email: 'admin@example.com', password: PASSWORD })).status,
+    ).toBe(201);
     const second = await s.client().post('/signup', { email: 'second@example.com', password: PASSWORD });
     expect([second.status, second.json.error.code]).toEqual([403, 'signup_closed']);
   });
 
   it('in invite mode is closed once any account exists, also one made by the CLI', async () => {
     const s = await start({ config: { signup: 'invite' } });
-    await createAccount({ store: s.configStore, bus: s.bus }, { email: 'ops@example.com', password: PASSWORD });
+    await createAccount(
+      { store: s.configStore, bus: s.bus },
+      { email: 'ops@example.com', password: PASSWORD },
+    );
     const r = await s.client().post('/signup', { email: 'first-web@example.com', password: PASSWORD });
     expect([r.status, r.json.error.code]).toEqual([403, 'signup_closed']);
   });
@@ -124,10 +135,15 @@ describe('login, me, logout, password', () => {
     await c.signup('a@example.com');
     const weak = await c.post('/password', { current_password: PASSWORD, new_password: 'short' });
     expect([weak.status, weak.json.error.code]).toEqual([400, 'weak_password']);
-    const wrong = await c.post('/password', { current_password: 'not my password', new_password: 'long enough pass' });
+    const wrong = await c.post('/password', {
+      current_password: 'not my password',
+      new_password: 'long enough pass',
+    });
     expect([wrong.status, wrong.json.error.code]).toEqual([400, 'wrong_password']);
     expect((await c.get('/me')).status).toBe(200);
-    expect((await s.client().post('/login', { email: 'a@example.com', password: PASSWORD })).status).toBe(200);
+    expect((await s.client().post('/login', { email: 'a@example.com', password: PASSWORD })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -135,7 +151,7 @@ describe('keys', () => {
   async function signedIn(): Promise<{ s: ConsoleApp; c: Client; events: KeyEvent[] }> {
     const s = await start();
     const events: KeyEvent[] = [];
-    (s.bus as LocalKeyEventBus).subscribe((e) => events.push(e));
+    s.bus.subscribe((e) => events.push(e));
     const c = s.client();
     await c.signup('a@example.com');
     return { s, c, events };
@@ -146,7 +162,12 @@ describe('keys', () => {
     const expires = new Date(Date.now() + 7 * 24 * HOUR).toISOString();
     const r = await c.post('/keys', { name: '  ci runner ', expires_at: expires });
     expect(r.status).toBe(201);
-    expect(r.json.key).toMatchObject({ name: 'ci runner', status: 'active', expires_at: expires, revoked_at: null });
+    expect(r.json.key).toMatchObject({
+      name: 'ci runner',
+      status: 'active',
+      expires_at: expires,
+      revoked_at: null,
+    });
     expect(r.json.key.key).toMatch(KEY_PATTERN);
     expect(r.json.key.hint).toBe(`${r.json.key.key.slice(0, 7)}…${r.json.key.key.slice(-4)}`);
     const keys = (await c.get('/keys')).json.keys;
@@ -159,7 +180,9 @@ describe('keys', () => {
     expect((await c.post('/keys', { name: '   ' })).json.error.code).toBe('invalid_name');
     const past = await c.post('/keys', { name: 'x', expires_at: '2020-01-01T00:00:00Z' });
     expect([past.status, past.json.error.code]).toEqual([400, 'invalid_expiry']);
-    expect((await c.post('/keys', { name: 'x', expires_at: 'tomorrow' })).json.error.code).toBe('invalid_request');
+    expect((await c.post('/keys', { name: 'x', expires_at: 'tomorrow' })).json.error.code).toBe(
+      'invalid_request',
+    );
     expect((await c.post('/keys', '')).status).toBe(400);
   });
 
@@ -196,9 +219,13 @@ describe('keys', () => {
   it('refuses a grace period outside 0–86400 seconds', async () => {
     const { c } = await signedIn();
     const id = (await c.get('/keys')).json.keys[0].id;
-    for (const grace_seconds of [-1, 86401, 1.5, '60']) {
-      expect((await c.post(`/keys/${id}/roll`, { grace_seconds })).json.error.code).toBe('invalid_request');
+    for (const grace_seconds of [-1, 86401, 1.5]) {
+      expect((await c.post(`/keys/${id}/roll`, { grace_seconds })).json.error.code).toBe('invalid_grace');
     }
+    expect((await c.post(`/keys/${id}/roll`, { grace_seconds: '60' })).json.error.code).toBe(
+      'invalid_request',
+    );
+    expect((await c.post(`/keys/${id}/roll`, {})).json.error.code).toBe('invalid_request');
     expect((await c.post(`/keys/${id}/roll`, { grace_seconds: 86400 })).status).toBe(201);
   });
 
@@ -222,9 +249,28 @@ describe('request log', () => {
     const now = Date.now();
     const rows = [
       makeLogRow({ account_id: account.id, key_id: key.id, at: now - 5 * 60_000 }),
-      makeLogRow({ account_id: account.id, key_id: key.id, at: now - 4 * 60_000, provider: 'anthropic', model: 'claude-sonnet-4-5', path: '/v1/messages' }),
-      makeLogRow({ account_id: account.id, key_id: other.id, at: now - 3 * 60_000, status: 429, outcome: 'upstream_error', cost_usd: null }),
-      makeLogRow({ account_id: account.id, key_id: key.id, at: now - 2 * 60_000, properties: { env: 'staging' } }),
+      makeLogRow({
+        account_id: account.id,
+        key_id: key.id,
+        at: now - 4 * 60_000,
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-5',
+        path: '/v1/messages',
+      }),
+      makeLogRow({
+        account_id: account.id,
+        key_id: other.id,
+        at: now - 3 * 60_000,
+        status: 429,
+        outcome: 'upstream_error',
+        cost_usd: null,
+      }),
+      makeLogRow({
+        account_id: account.id,
+        key_id: key.id,
+        at: now - 2 * 60_000,
+        properties: { env: 'staging' },
+      }),
       makeLogRow({ account_id: account.id, key_id: key.id, at: now - 3 * 24 * HOUR }),
     ];
     await s.logStore.insertBatch(rows);
@@ -266,7 +312,16 @@ describe('request log', () => {
 
   it('refuses malformed filters with 400 invalid_request', async () => {
     const { c } = await withRows();
-    for (const q of ['limit=0', 'limit=201', 'limit=abc', 'status=abc', 'provider=google', 'outcome=meh', 'from=yesterday', 'property=novalue']) {
+    for (const q of [
+      'limit=0',
+      'limit=201',
+      'limit=abc',
+      'status=abc',
+      'provider=google',
+      'outcome=meh',
+      'from=yesterday',
+      'property=novalue',
+    ]) {
       const r = await c.get(`/requests?${q}`);
       expect([q, r.status, r.json.error.code]).toEqual([q, 400, 'invalid_request']);
     }
@@ -296,12 +351,16 @@ describe('request log', () => {
   it('breaks usage down by model, key or provider', async () => {
     const { c, key, other } = await withRows();
     const byModel = (await c.get('/usage/breakdown')).json.rows;
-    expect(Object.fromEntries(byModel.map((r: { group: string; requests: number }) => [r.group, r.requests]))).toEqual({
+    expect(
+      Object.fromEntries(byModel.map((r: { group: string; requests: number }) => [r.group, r.requests])),
+    ).toEqual({
       'gpt-4o-mini': 3,
       'claude-sonnet-4-5': 1,
     });
     const byKey = (await c.get('/usage/breakdown?by=key_id')).json.rows;
-    expect(Object.fromEntries(byKey.map((r: { group: string; requests: number }) => [r.group, r.requests]))).toEqual({
+    expect(
+      Object.fromEntries(byKey.map((r: { group: string; requests: number }) => [r.group, r.requests])),
+    ).toEqual({
       [key.id]: 3,
       [other.id]: 1,
     });
@@ -316,7 +375,9 @@ describe('request log', () => {
     const to = encodeURIComponent(new Date(Date.now() - HOUR).toISOString());
     expect((await c.get(`/usage/series?from=${from}&to=${to}`)).json.error.code).toBe('invalid_range');
     const longAgo = encodeURIComponent('2020-01-01T00:00:00Z');
-    expect((await c.get(`/usage/series?bucket=minute&from=${longAgo}`)).json.error.code).toBe('range_too_large');
+    expect((await c.get(`/usage/series?bucket=minute&from=${longAgo}`)).json.error.code).toBe(
+      'range_too_large',
+    );
     expect((await c.get('/usage/breakdown?by=end_user')).json.error.code).toBe('invalid_request');
   });
 });

@@ -7,7 +7,8 @@ import { request } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { RedisLoginThrottle } from '../src/accounts/redis-throttle.js';
 import { MemoryLoginThrottle } from '../src/accounts/throttle.js';
-import { CONTENT_SECURITY_POLICY } from '../src/console-api/index.js';
+import Fastify from 'fastify';
+import { CONTENT_SECURITY_POLICY, securityHeaders } from '../src/console-api/index.js';
 import { makeLogRow } from './helpers/log-rows.js';
 import { sessionCookieOf, startConsole, type ConsoleApp } from './console-harness.js';
 
@@ -34,18 +35,30 @@ describe('login throttling', () => {
     await s.client().signup('victim@example.com');
     const c = s.client();
     for (let i = 0; i < 3; i++) {
-      const r = await c.post('/login', { email: 'victim@example.com', password: 'wrong password!' }, { 'x-forwarded-for': `10.0.0.${i}` });
+      const r = await c.post(
+        '/login',
+        { email: 'victim@example.com', password: 'wrong password!' },
+        { 'x-forwarded-for': `10.0.0.${i}` },
+      );
       expect(r.status).toBe(401);
     }
     // Even the right password, from a fresh IP, waits: the window is per account.
-    const r = await c.post('/login', { email: 'Victim@Example.com', password: PASSWORD }, { 'x-forwarded-for': '10.0.1.1' });
+    const r = await c.post(
+      '/login',
+      { email: 'Victim@Example.com', password: PASSWORD },
+      { 'x-forwarded-for': '10.0.1.1' },
+    );
     expect(r.status).toBe(429);
     expect(r.json.error.code).toBe('too_many_attempts');
     expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
     expect(Number(r.headers['retry-after'])).toBeLessThanOrEqual(900);
     expect(sessionCookieOf(r.headers)).toBeUndefined();
     // Other accounts from the same IP are unaffected.
-    const other = await c.post('/login', { email: 'someone@example.com', password: 'x' }, { 'x-forwarded-for': '10.0.1.1' });
+    const other = await c.post(
+      '/login',
+      { email: 'someone@example.com', password: 'x' },
+      { 'x-forwarded-for': '10.0.1.1' },
+    );
     expect(other.status).toBe(401);
   });
 
@@ -54,13 +67,25 @@ describe('login throttling', () => {
     await s.client().signup('user@example.com');
     const c = s.client();
     for (let i = 0; i < 5; i++) {
-      const r = await c.post('/login', { email: `probe${i}@example.com`, password: 'guess' }, { 'x-forwarded-for': '10.9.9.9' });
+      const r = await c.post(
+        '/login',
+        { email: `probe${i}@example.com`, password: 'guess' },
+        { 'x-forwarded-for': '10.9.9.9' },
+      );
       expect(r.status).toBe(401);
     }
-    const blocked = await c.post('/login', { email: 'user@example.com', password: PASSWORD }, { 'x-forwarded-for': '10.9.9.9' });
+    const blocked = await c.post(
+      '/login',
+      { email: 'user@example.com', password: PASSWORD },
+      { 'x-forwarded-for': '10.9.9.9' },
+    );
     expect(blocked.status).toBe(429);
     expect(blocked.headers['retry-after']).toMatch(/^\d+$/);
-    const elsewhere = await c.post('/login', { email: 'user@example.com', password: PASSWORD }, { 'x-forwarded-for': '10.8.8.8' });
+    const elsewhere = await c.post(
+      '/login',
+      { email: 'user@example.com', password: PASSWORD },
+      { 'x-forwarded-for': '10.8.8.8' },
+    );
     expect(elsewhere.status).toBe(200);
   });
 
@@ -81,7 +106,10 @@ describe('login throttling', () => {
     const c = s.client();
     await c.signup('user@example.com');
     for (let i = 0; i < 3; i++) {
-      const r = await c.post('/password', { current_password: 'guess guess', new_password: 'new password 123' });
+      const r = await c.post('/password', {
+        current_password: 'guess guess',
+        new_password: 'new password 123',
+      });
       expect(r.json.error.code).toBe('wrong_password');
     }
     const r = await c.post('/password', { current_password: PASSWORD, new_password: 'new password 123' });
@@ -108,11 +136,15 @@ describe('login throttling', () => {
         await one.client().signup('shared@example.com');
         for (let i = 0; i < 3; i++) {
           const app = i % 2 ? one : two;
-          expect((await app.client().post('/login', { email: 'shared@example.com', password: 'bad' })).status).toBe(401);
+          expect(
+            (await app.client().post('/login', { email: 'shared@example.com', password: 'bad' })).status,
+          ).toBe(401);
         }
         const r = await one.client().post('/login', { email: 'shared@example.com', password: PASSWORD });
         expect(r.status).toBe(429);
-        expect((await two.client().post('/login', { email: 'shared@example.com', password: PASSWORD })).status).toBe(429);
+        expect(
+          (await two.client().post('/login', { email: 'shared@example.com', password: PASSWORD })).status,
+        ).toBe(429);
       } finally {
         await Promise.all(apps.map((a) => a.close()));
         apps = [];
@@ -126,7 +158,9 @@ describe('account enumeration', () => {
   it('answers an unknown email exactly like a wrong password', async () => {
     const s = await start();
     await s.client().signup('known@example.com');
-    const unknown = await s.client().post('/login', { email: 'unknown@example.com', password: 'some password' });
+    const unknown = await s
+      .client()
+      .post('/login', { email: 'unknown@example.com', password: 'some password' });
     const wrong = await s.client().post('/login', { email: 'known@example.com', password: 'some password' });
     expect(unknown.status).toBe(401);
     expect(wrong.status).toBe(401);
@@ -159,7 +193,9 @@ describe('session cookie', () => {
     const login = await c.post('/login', { email: 'a@example.com', password: PASSWORD });
     expect(sessionCookieOf(login.headers)!.split('; ')).toContain('Secure');
     const logout = await c.post('/logout', {});
-    expect(sessionCookieOf(logout.headers)!.split('; ')).toEqual(expect.arrayContaining(['Secure', 'Max-Age=0']));
+    expect(sessionCookieOf(logout.headers)!.split('; ')).toEqual(
+      expect.arrayContaining(['Secure', 'Max-Age=0']),
+    );
   });
 
   it('gets a new session id at login, and the one the browser had stops working', async () => {
@@ -195,15 +231,22 @@ describe('session invalidation and expiry', () => {
     const second = s.client();
     await second.post('/login', { email: 'a@example.com', password: PASSWORD });
     const oldToken = first.cookie!;
-    const r = await first.post('/password', { current_password: PASSWORD, new_password: 'a brand new password' });
+    const r = await first.post('/password', {
+      current_password: PASSWORD,
+      new_password: 'a brand new password',
+    });
     expect(r.status).toBe(204);
     expect(first.cookie).toBeDefined();
     expect(first.cookie).not.toBe(oldToken);
     expect((await first.get('/me')).status).toBe(200);
     expect((await first.get('/me', { cookie: `kr_session=${oldToken}` })).status).toBe(401);
     expect((await second.get('/me')).status).toBe(401);
-    expect((await s.client().post('/login', { email: 'a@example.com', password: PASSWORD })).status).toBe(401);
-    expect((await s.client().post('/login', { email: 'a@example.com', password: 'a brand new password' })).status).toBe(200);
+    expect((await s.client().post('/login', { email: 'a@example.com', password: PASSWORD })).status).toBe(
+      401,
+    );
+    expect(
+      (await s.client().post('/login', { email: 'a@example.com', password: 'a brand new password' })).status,
+    ).toBe(200);
   });
 
   it('expires a session left idle longer than the idle limit, but not one in use', async () => {
@@ -253,7 +296,9 @@ describe('CSRF', () => {
 
   it('refuses Sec-Fetch-Site: cross-site and an opaque Origin', async () => {
     const { c } = await signedIn();
-    expect((await c.post('/keys', { name: 'x' }, { 'sec-fetch-site': 'cross-site' })).json.error.code).toBe('cross_site');
+    expect((await c.post('/keys', { name: 'x' }, { 'sec-fetch-site': 'cross-site' })).json.error.code).toBe(
+      'cross_site',
+    );
     expect((await c.post('/keys', { name: 'x' }, { origin: 'null' })).json.error.code).toBe('cross_site');
     expect((await c.post('/logout', {}, { origin: 'http://127.0.0.1.evil.example' })).status).toBe(403);
     expect((await c.get('/me')).status).toBe(200);
@@ -261,7 +306,11 @@ describe('CSRF', () => {
 
   it('refuses a body that is not application/json (what an HTML form can send)', async () => {
     const { c } = await signedIn();
-    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+    for (const type of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+    ]) {
       const r = await c.post('/keys', 'name=x', { 'content-type': type });
       expect(r.status).toBe(415);
       expect(r.json.error.code).toBe('unsupported_media_type');
@@ -272,8 +321,14 @@ describe('CSRF', () => {
   it('accepts the server’s own origin, the public URL’s origin and same-origin fetch metadata', async () => {
     const { s, c } = await signedIn();
     expect((await c.post('/keys', { name: 'own' }, { origin: s.base })).status).toBe(201);
-    expect((await c.post('/keys', { name: 'public' }, { origin: 'https://relay.example.com' })).status).toBe(201);
-    const r = await c.post('/keys', { name: 'meta' }, { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json; charset=utf-8' });
+    expect((await c.post('/keys', { name: 'public' }, { origin: 'https://relay.example.com' })).status).toBe(
+      201,
+    );
+    const r = await c.post(
+      '/keys',
+      { name: 'meta' },
+      { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json; charset=utf-8' },
+    );
     expect(r.status).toBe(201);
   });
 });
@@ -307,6 +362,30 @@ describe('security headers', () => {
     ];
     expect(replies.map((r) => r.status)).toEqual([200, 201, 200, 401, 404, 403, 400]);
     for (const r of replies) expect(r.headers).toMatchObject(expected);
+  });
+
+  it('exports a hook that gives other routes (the static console) the same headers, without no-store', async () => {
+    const app = Fastify();
+    app.addHook('onRequest', securityHeaders);
+    app.get('/', () => 'console');
+    const r = await app.inject({ method: 'GET', url: '/' });
+    expect(r.headers).toMatchObject({
+      'content-security-policy': CONTENT_SECURITY_POLICY,
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'x-frame-options': 'DENY',
+    });
+    expect(r.headers['cache-control']).toBeUndefined();
+    await app.close();
+  });
+});
+
+describe('request bodies', () => {
+  it('refuses a console body over 64 KiB with 413 payload_too_large', async () => {
+    const s = await start();
+    const r = await s.client().post('/login', { email: 'a@example.com', password: 'x'.repeat(70_000) });
+    expect(r.status).toBe(413);
+    expect(r.json.error.code).toBe('payload_too_large');
   });
 });
 
@@ -384,7 +463,9 @@ describe('errors', () => {
     const s = await start();
     const c = s.client();
     await c.signup('a@example.com');
-    const res = await request(`${s.base}/api/console/me`, { headers: { cookie: 'kr_session=../../etc; kr_session=x' } });
+    const res = await request(`${s.base}/api/console/me`, {
+      headers: { cookie: 'kr_session=../../etc; kr_session=x' },
+    });
     expect(res.statusCode).toBe(401);
     await res.body.dump();
   });

@@ -7,11 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
+import { PgConfigStore } from '../src/store/postgres/config-store.js';
+import { PgLogStore } from '../src/store/postgres/log-store.js';
 import { SqliteConfigStore } from '../src/store/sqlite/config-store.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
 import type { ConfigStore, LogStore } from '../src/store/types.js';
 import { describeConfigStoreContract } from './helpers/config-contract.js';
 import { describeLogStoreContract } from './helpers/log-contract.js';
+import { createTestDatabase } from './helpers/pg.js';
 
 interface Backend {
   name: string;
@@ -34,7 +37,21 @@ function sqliteBackend(): Backend {
   };
 }
 
-const backends: Backend[] = [sqliteBackend()];
+function postgresBackend(): Backend {
+  let url = '';
+  return {
+    name: 'postgres',
+    async setup() {
+      const db = await createTestDatabase();
+      url = db.url;
+      return () => db.drop();
+    },
+    openConfig: () => new PgConfigStore(url),
+    openLog: () => new PgLogStore(url),
+  };
+}
+
+const backends: Backend[] = [sqliteBackend(), postgresBackend()];
 
 describe.each(backends)('store contract on $name', (backend) => {
   const opened: { close(): Promise<void> }[] = [];
@@ -46,11 +63,12 @@ describe.each(backends)('store contract on $name', (backend) => {
     cleanup = await backend.setup();
     configStore = backend.openConfig();
     logStore = backend.openLog();
-    opened.push(configStore, logStore);
-    for (const s of [configStore, logStore]) {
-      await s.migrate();
-      await s.migrate(); // a second run finds nothing to do
-    }
+    // Two instances starting at once on an empty database: each migration must still apply exactly once.
+    const twins = [backend.openConfig(), backend.openLog()];
+    opened.push(configStore, logStore, ...twins);
+    await Promise.all([configStore, logStore, ...twins].map((s) => s.migrate()));
+    await configStore.migrate(); // a second run finds nothing to do
+    await logStore.migrate();
   });
 
   afterAll(async () => {

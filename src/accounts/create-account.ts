@@ -24,7 +24,8 @@ export async function createAccount(
   opts: { onlyIfFirst?: boolean } = {},
 ): Promise<{ account: Account; key: CreatedKey }> {
   const email = normalizeEmail(input.email);
-  if (!EMAIL.test(email) || email.length > 254) throw new ApiError(400, 'invalid_email', 'Enter a valid email address.');
+  if (!EMAIL.test(email) || email.length > 254)
+    throw new ApiError(400, 'invalid_email', 'Enter a valid email address.');
   const problem = validatePassword(input.password);
   if (problem) throw new ApiError(400, 'weak_password', problem);
   const id = newId();
@@ -35,7 +36,11 @@ export async function createAccount(
   if (await deps.store.getAccountByEmail(email)) {
     throw new ApiError(409, 'email_taken', 'An account with this email already exists.');
   }
-  const account = await deps.store.createAccount({ id, email, password_hash: await hashPassword(input.password) });
+  const account = await deps.store.createAccount({
+    id,
+    email,
+    password_hash: await hashPassword(input.password),
+  });
   await deps.store.ensureSecret(FIRST_ACCOUNT_MARKER, account.id);
   const key = await createKey(deps, { accountId: account.id, name: 'default' });
   return { account, key };

@@ -36,7 +36,9 @@ describe('RedisLoginThrottle', () => {
     const one = new RedisLoginThrottle(a, { prefix, limits });
     const two = new RedisLoginThrottle(b, { prefix, limits });
     for (let i = 0; i < 5; i++) {
-      expect((await (i % 2 ? one : two).attempt({ email: `ip${i}@x.io`, ip: '10.2.0.1' })).allowed).toBe(true);
+      expect((await (i % 2 ? one : two).attempt({ email: `ip${i}@x.io`, ip: '10.2.0.1' })).allowed).toBe(
+        true,
+      );
     }
     expect((await one.attempt({ email: 'other@x.io', ip: '10.2.0.1' })).allowed).toBe(false);
     expect((await two.attempt({ email: 'other@x.io', ip: '10.2.0.2' })).allowed).toBe(true);
@@ -61,6 +63,19 @@ describe('RedisLoginThrottle', () => {
     await one.recordSuccess(s, third.attemptId);
     expect((await two.attempt(s)).allowed).toBe(true);
     expect(await a.zcard(`${prefix}login:ip:10.4.0.1`)).toBe(3);
+  });
+
+  it('lets an attempt back in once the oldest counted one leaves the window', async () => {
+    let now = 5_000_000;
+    const one = new RedisLoginThrottle(a, { prefix, limits, now: () => now });
+    const s = { email: 'later@x.io', ip: '10.6.0.1' };
+    for (let i = 0; i < 3; i++) {
+      expect((await one.attempt(s)).allowed).toBe(true);
+      now += 10_000;
+    }
+    expect(await one.attempt(s)).toEqual({ allowed: false, retryAfterSeconds: 30 });
+    now += 30_000;
+    expect((await one.attempt(s)).allowed).toBe(true);
   });
 
   it('keeps no personal data in key names', async () => {

@@ -13,10 +13,14 @@ import {
   type ThrottleSubject,
 } from './throttle.js';
 
-// KEYS: email window, ip window. ARGV: now, windowMs, maxPerEmail, maxPerIp, attemptId.
-// Returns 0 when counted, else the ms to wait until the fuller window has room.
+// KEYS: email window, ip window. ARGV: now ('' = Redis's own clock, one clock for all instances), windowMs,
+// maxPerEmail, maxPerIp, attemptId. Returns 0 when counted, else the ms to wait until the fuller window has room.
 const ATTEMPT_SCRIPT = `
 local now = tonumber(ARGV[1])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local window = tonumber(ARGV[2])
 local limits = { tonumber(ARGV[3]), tonumber(ARGV[4]) }
 local wait = 0
@@ -42,6 +46,7 @@ export interface RedisThrottleOptions {
   /** Namespace for the keys (tests use a unique one per run). */
   prefix?: string;
   limits?: ThrottleLimits;
+  /** Clock in ms; by default Redis's own, so instances with skewed clocks still agree. */
   now?: () => number;
 }
 
@@ -49,7 +54,7 @@ export interface RedisThrottleOptions {
 export class RedisLoginThrottle implements LoginThrottle {
   private prefix: string;
   private limits: ThrottleLimits;
-  private now: () => number;
+  private now: (() => number) | undefined;
 
   constructor(
     private redis: Redis,
@@ -57,15 +62,27 @@ export class RedisLoginThrottle implements LoginThrottle {
   ) {
     this.prefix = opts.prefix ?? 'keyrelay:';
     this.limits = opts.limits ?? DEFAULT_THROTTLE_LIMITS;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now;
   }
 
   async attempt(s: ThrottleSubject): Promise<ThrottleAttempt> {
-    const now = this.now();
+    const now = this.now?.();
     const k = this.keys(s);
-    const attemptId = newAttemptId(now);
+    const attemptId = newAttemptId(now ?? Date.now());
     const { windowMs, maxPerEmail, maxPerIp } = this.limits;
-    const wait = Number(await this.redis.eval(ATTEMPT_SCRIPT, 2, k.email, k.ip, now, windowMs, maxPerEmail, maxPerIp, attemptId));
+    const wait = Number(
+      await this.redis.eval(
+        ATTEMPT_SCRIPT,
+        2,
+        k.email,
+        k.ip,
+        now ?? '',
+        windowMs,
+        maxPerEmail,
+        maxPerIp,
+        attemptId,
+      ),
+    );
     if (wait > 0) return { allowed: false, retryAfterSeconds: Math.ceil(wait / 1000) };
     return { allowed: true, attemptId };
   }

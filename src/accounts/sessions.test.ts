@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteConfigStore } from '../store/sqlite/config-store.js';
-import { createSession, deleteSession, deleteSessionsForAccount, getSession, hashSessionToken, type SessionDeps } from './sessions.js';
+import {
+  createSession,
+  deleteSession,
+  deleteSessionsForAccount,
+  getSession,
+  hashSessionToken,
+  type SessionDeps,
+} from './sessions.js';
 
 const MIN = 60_000;
 

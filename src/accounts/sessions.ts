@@ -47,7 +47,10 @@ export async function createSession(
 }
 
 /** The live session for a cookie token, or null (unknown, malformed, idle too long or past its max age). */
-export async function getSession(deps: SessionDeps, token: string | undefined): Promise<SessionRecord | null> {
+export async function getSession(
+  deps: SessionDeps,
+  token: string | undefined,
+): Promise<SessionRecord | null> {
   if (!token || !TOKEN_PATTERN.test(token)) return null;
   const idHash = hashSessionToken(token);
   const session = await deps.store.getSession(idHash);

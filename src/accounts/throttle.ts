@@ -29,7 +29,8 @@ export interface ThrottleSubject {
   ip: string;
 }
 
-export type ThrottleAttempt = { allowed: true; attemptId: string } | { allowed: false; retryAfterSeconds: number };
+export type ThrottleAttempt =
+  { allowed: true; attemptId: string } | { allowed: false; retryAfterSeconds: number };
 
 export interface LoginThrottle {
   /** Counts an attempt for the email and the IP unless either window is full; then says how long to wait. */
@@ -39,9 +40,30 @@ export interface LoginThrottle {
   close(): Promise<void>;
 }
 
+/**
+ * The unit an attacker cannot cheaply multiply: an IPv4 address, or an IPv6 /64 (one customer's subnet,
+ * which holds 2^64 addresses to rotate through).
+ */
+export function ipBucket(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(':')) return ip;
+  const [head = '', tail] = ip.split('%')[0]!.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups =
+    tail === undefined
+      ? left
+      : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
 /** Email addresses are personal data: the throttle's keys carry a hash, not the address. */
 export function throttleKeys(s: ThrottleSubject): { email: string; ip: string } {
-  return { email: createHash('sha256').update(s.email).digest('hex').slice(0, 32), ip: s.ip };
+  return { email: createHash('sha256').update(s.email).digest('hex').slice(0, 32), ip: ipBucket(s.ip) };
 }
 
 export function newAttemptId(now: number): string {
@@ -68,7 +90,10 @@ export class MemoryLoginThrottle implements LoginThrottle {
     const k = throttleKeys(s);
     const email = this.window(`e:${k.email}`, now);
     const ip = this.window(`i:${k.ip}`, now);
-    const wait = Math.max(this.waitMs(email, this.limits.maxPerEmail, now), this.waitMs(ip, this.limits.maxPerIp, now));
+    const wait = Math.max(
+      this.waitMs(email, this.limits.maxPerEmail, now),
+      this.waitMs(ip, this.limits.maxPerIp, now),
+    );
     if (wait > 0) return Promise.resolve({ allowed: false, retryAfterSeconds: Math.ceil(wait / 1000) });
     const attemptId = newAttemptId(now);
     email.entries.push({ at: now, id: attemptId });
@@ -97,7 +122,8 @@ export class MemoryLoginThrottle implements LoginThrottle {
       this.windows.set(key, w);
     }
     const cutoff = now - this.limits.windowMs;
-    if (w.entries.length > 0 && w.entries[0]!.at <= cutoff) w.entries = w.entries.filter((e) => e.at > cutoff);
+    if (w.entries.length > 0 && w.entries[0]!.at <= cutoff)
+      w.entries = w.entries.filter((e) => e.at > cutoff);
     return w;
   }
 

@@ -5,7 +5,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { commands, type CommandArgs } from './commands.js';
-import { serve } from './serve.js';
 
 const FLAG_TO_VAR: Record<string, string> = {
   host: 'KEYRELAY_HOST',
@@ -68,7 +67,8 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   const [cmd, sub, ...rest] = positionals;
-  if (cmd === 'serve') return serve(config);
+  // Loaded only for serve: the other commands start faster without the HTTP stack and price data.
+  if (cmd === 'serve') return (await import('./serve.js')).serve(config);
   const name = sub && commands[`${cmd} ${sub}`] ? `${cmd} ${sub}` : cmd!;
   const command = commands[name];
   if (!command) {

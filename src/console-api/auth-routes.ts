@@ -13,7 +13,10 @@ import { parseInput } from './parse.js';
 import { clearSessionCookie, readSessionToken } from './session-cookie.js';
 
 const credentials = z.object({ email: z.string().max(320), password: z.string().max(1024) });
-const passwordChange = z.object({ current_password: z.string().max(1024), new_password: z.string().max(1024) });
+const passwordChange = z.object({
+  current_password: z.string().max(1024),
+  new_password: z.string().max(1024),
+});
 
 /** One answer for unknown email and wrong password: nothing to tell the two apart. */
 const invalidCredentials = () => new ApiError(401, 'invalid_credentials', 'Email or password is incorrect.');
@@ -21,7 +24,12 @@ const invalidCredentials = () => new ApiError(401, 'invalid_credentials', 'Email
 async function attemptOrRefuse(ctx: ConsoleContext, subject: ThrottleSubject): Promise<string> {
   const attempt = await ctx.throttle.attempt(subject);
   if (!attempt.allowed) {
-    throw new ApiError(429, 'too_many_attempts', 'Too many attempts. Try again later.', attempt.retryAfterSeconds);
+    throw new ApiError(
+      429,
+      'too_many_attempts',
+      'Too many attempts. Try again later.',
+      attempt.retryAfterSeconds,
+    );
   }
   return attempt.attemptId;
 }
@@ -31,7 +39,9 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     // "invite": only the very first account may sign up (bootstrap); everyone else via the CLI.
     if (ctx.config.signup === 'closed') throw new ApiError(403, 'signup_closed', 'Sign-up is closed.');
     const body = parseInput(credentials, request.body);
-    const { account, key } = await createAccount(ctx.keys, body, { onlyIfFirst: ctx.config.signup === 'invite' });
+    const { account, key } = await createAccount(ctx.keys, body, {
+      onlyIfFirst: ctx.config.signup === 'invite',
+    });
     await startSession(ctx, request, reply, account.id);
     return reply.code(201).send({ account: accountView(account), key: createdKeyView(key) });
   });

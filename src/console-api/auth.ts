@@ -15,7 +15,11 @@ export function secureCookies(ctx: ConsoleContext, request: FastifyRequest): boo
 }
 
 /** The caller's account, or 401 not_authenticated (and a stale cookie is cleared). */
-export async function requireAccount(ctx: ConsoleContext, request: FastifyRequest, reply: FastifyReply): Promise<Account> {
+export async function requireAccount(
+  ctx: ConsoleContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Account> {
   const token = readSessionToken(request);
   const session = await getSession(ctx.sessions, token);
   const account = session ? await ctx.configStore.getAccountById(session.account_id) : null;

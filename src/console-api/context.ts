@@ -27,7 +27,12 @@ export function buildContext(deps: ConsoleDeps): ConsoleContext {
   return {
     ...deps,
     now,
-    sessions: { store: deps.configStore, idleMs: deps.config.sessionIdleMs, maxMs: deps.config.sessionMaxMs, now },
+    sessions: {
+      store: deps.configStore,
+      idleMs: deps.config.sessionIdleMs,
+      maxMs: deps.config.sessionMaxMs,
+      now,
+    },
     keys: { store: deps.configStore, bus: deps.bus, now },
   };
 }

@@ -12,7 +12,11 @@ const FRAMEWORK_CODES: Record<number, [string, string]> = {
   415: ['unsupported_media_type', 'Send the body as application/json.'],
 };
 
-export function handleConsoleError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function handleConsoleError(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
   if (error instanceof ApiError) {
     if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
     return reply.code(error.status).send(errorBody(error.code, error.message));

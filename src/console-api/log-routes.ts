@@ -34,9 +34,18 @@ const requestsQuery = z.object({
   cursor: z.string().min(1).max(200).optional(),
 });
 const seriesQuery = z.object({ ...commonFilters, bucket: z.enum(['minute', 'hour', 'day']).default('hour') });
-const breakdownQuery = z.object({ ...commonFilters, by: z.enum(['model', 'key_id', 'provider']).default('model') });
+const breakdownQuery = z.object({
+  ...commonFilters,
+  by: z.enum(['model', 'key_id', 'provider']).default('model'),
+});
 
-type Common = { key_id?: string; provider?: 'openai' | 'anthropic'; model?: string; from?: string; to?: string };
+type Common = {
+  key_id?: string;
+  provider?: 'openai' | 'anthropic';
+  model?: string;
+  from?: string;
+  to?: string;
+};
 
 function toFilter(accountId: string, q: Common): RequestFilter {
   const f: RequestFilter = { account_id: accountId };
@@ -49,10 +58,15 @@ function toFilter(accountId: string, q: Common): RequestFilter {
 }
 
 /** Usage defaults to the last 24 h: `to` = now, `from` = `to` − 24 h. */
-function usageFilter(ctx: ConsoleContext, accountId: string, q: Common): RequestFilter & { from: string; to: string } {
+function usageFilter(
+  ctx: ConsoleContext,
+  accountId: string,
+  q: Common,
+): RequestFilter & { from: string; to: string } {
   const to = q.to ?? ctx.now().toISOString();
   const from = q.from ?? new Date(Date.parse(to) - DAY_MS).toISOString();
-  if (Date.parse(from) >= Date.parse(to)) throw new ApiError(400, 'invalid_range', '`from` must be before `to`.');
+  if (Date.parse(from) >= Date.parse(to))
+    throw new ApiError(400, 'invalid_range', '`from` must be before `to`.');
   return { ...toFilter(accountId, q), from, to };
 }
 

@@ -29,7 +29,11 @@ const HEADERS: Record<string, string> = {
  * onRequest hook for every non-proxy route (console API and static console):
  * `app.addHook('onRequest', securityHeaders)`. Set before the handler runs, so error replies carry them too.
  */
-export function securityHeaders(_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+export function securityHeaders(
+  _request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
   reply.headers(HEADERS);
   done();
 }

@@ -18,13 +18,24 @@ export function readSessionToken(request: FastifyRequest): string | undefined {
 }
 
 function serialize(value: string, maxAgeSeconds: number, secure: boolean): string {
-  const parts = [`${SESSION_COOKIE}=${value}`, 'Path=/', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
+  const parts = [
+    `${SESSION_COOKIE}=${value}`,
+    'Path=/',
+    `Max-Age=${maxAgeSeconds}`,
+    'HttpOnly',
+    'SameSite=Lax',
+  ];
   if (secure) parts.push('Secure');
   return parts.join('; ');
 }
 
 /** token is base64url, so it needs no escaping. */
-export function setSessionCookie(reply: FastifyReply, token: string, maxAgeMs: number, secure: boolean): void {
+export function setSessionCookie(
+  reply: FastifyReply,
+  token: string,
+  maxAgeMs: number,
+  secure: boolean,
+): void {
   reply.header('set-cookie', serialize(token, Math.floor(maxAgeMs / 1000), secure));
 }
 

@@ -32,19 +32,24 @@ export interface ProxyContext extends RowContext {
   log: Logger;
   dispatcher: Dispatcher;
   isDraining: () => boolean;
-  /** Aborts for in-flight exchanges, so shutdown can cut what outlives the drain deadline. */
+  /** Aborts for in-flight upstream requests, so shutdown can cut what outlives the drain deadline. */
   inflight: Set<() => void>;
+  /** Every exchange until its log row is queued: shutdown waits for these before the final flush. */
+  active: Set<Promise<void>>;
 }
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 
 export function createProxyHandler(ctx: ProxyContext): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    handle(ctx, req, res).catch((err: unknown) => {
-      ctx.log.error({ err }, 'proxy handler failed');
-      if (!res.headersSent) res.writeHead(500).end();
-      else res.destroy();
-    });
+    const done = handle(ctx, req, res)
+      .catch((err: unknown) => {
+        ctx.log.error({ err }, 'proxy handler failed');
+        if (!res.headersSent) res.writeHead(500).end();
+        else res.destroy();
+      })
+      .finally(() => ctx.active.delete(done));
+    ctx.active.add(done);
   };
 }
 
@@ -55,12 +60,12 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   // 1. Route: which provider, which upstream path; refuse anything that could leave the configured origin.
   const target = resolveTarget(req.url ?? '');
   if (!target.ok) {
+    ex.provider = target.provider ?? null;
     const code = target.reason === 'unknown_provider' ? 'proxy_unknown_provider' : 'proxy_bad_request';
     return refuse(ctx, ex, req, res, new ProxyError(code, target.detail));
   }
   ex.provider = target.provider;
   ex.path = target.path + target.query;
-  if (ctx.isDraining()) return refuse(ctx, ex, req, res, new ProxyError('proxy_unavailable', undefined, 5));
   // Claude Code probes its base URL with an unauthenticated HEAD at start; answer it without going upstream.
   if (req.method === 'HEAD' && target.path === '/') return void res.writeHead(200).end();
   if (!METHODS.has(req.method ?? '')) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Unsupported method.'));
@@ -72,6 +77,8 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   const { key, error } = await ctx.keys.check(typeof presented === 'string' ? presented : undefined);
   ex.key = key;
   if (error) return refuse(ctx, ex, req, res, error);
+  // Checked after the key so that the refusal is logged against it like every other answer.
+  if (ctx.isDraining()) return refuse(ctx, ex, req, res, new ProxyError('proxy_unavailable', undefined, 5));
   ctx.lastUsed.mark(key!.id, ex.createdAt);
   ex.logBodies = req.headers['proxy-log-bodies'] !== 'false';
 

@@ -2,6 +2,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
+import { PgConfigStore } from './postgres/config-store.js';
+import { PgLogStore } from './postgres/log-store.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
 import { SqliteLogStore } from './sqlite/log-store.js';
 import type { ConfigStore, LogStore } from './types.js';
@@ -15,12 +17,26 @@ export interface Stores {
 /** Opens both stores and runs their migrations. */
 export async function openStores(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<Stores> {
   if (config.databaseUrl) {
-    throw new Error('PostgreSQL stores are not available yet');
+    // Each store owns a pool on the URL; close() ends it.
+    const configStore = new PgConfigStore(config.databaseUrl);
+    const logStore = new PgLogStore(config.databaseUrl);
+    await migrateOrClose(configStore, logStore);
+    return { configStore, logStore, kind: 'postgres' };
   }
   mkdirSync(config.dataDir, { recursive: true });
   const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'));
   const logStore = new SqliteLogStore(join(config.dataDir, 'requests.db'));
-  await configStore.migrate();
-  await logStore.migrate();
+  await migrateOrClose(configStore, logStore);
   return { configStore, logStore, kind: 'sqlite' };
+}
+
+/** A failed migration closes both stores, so a refused start leaves no pool or file handle open. */
+async function migrateOrClose(configStore: ConfigStore, logStore: LogStore): Promise<void> {
+  try {
+    await configStore.migrate();
+    await logStore.migrate();
+  } catch (err) {
+    await Promise.allSettled([configStore.close(), logStore.close()]);
+    throw err;
+  }
 }

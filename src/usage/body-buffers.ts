@@ -67,7 +67,8 @@ export class HeadTail {
 
   /** Whole text, or null with head/tail texts when it overflowed. */
   read(): { whole: string | null; head: string; tail: string } {
-    if (!this.overflow) return { whole: Buffer.concat(this.parts, this.size).toString('utf8'), head: '', tail: '' };
+    if (!this.overflow)
+      return { whole: Buffer.concat(this.parts, this.size).toString('utf8'), head: '', tail: '' };
     return { whole: null, head: this.head.toString('utf8'), tail: Buffer.concat(this.tail).toString('utf8') };
   }
 }

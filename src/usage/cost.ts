@@ -2,14 +2,16 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { calcPrice } from '@pydantic/genai-prices';
+import { calcPrice, type Provider as PriceProvider } from '@pydantic/genai-prices';
 import type { Usage } from './types.js';
 
 function readLibraryVersion(): string {
   try {
     // The package exports no ./package.json; find it beside its entry point.
     const entry = createRequire(import.meta.url).resolve('@pydantic/genai-prices');
-    const pkg = JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as {
+      version?: unknown;
+    };
     return typeof pkg.version === 'string' ? pkg.version : 'unknown';
   } catch {
     return 'unknown';
@@ -19,9 +21,24 @@ function readLibraryVersion(): string {
 /** The library version pins its bundled price snapshot; we never auto-update it at run time. */
 export const PRICE_SOURCE = `genai-prices@${readLibraryVersion()}`;
 
-/** Models the library does not know, so repeated misses skip its matching (bounded). */
-const unknownModels = new Set<string>();
-const UNKNOWN_MAX = 1000;
+/**
+ * Per (provider, model): the library's provider entry cut down to the one matching model, or null when it
+ * knows no such model. Pricing against the cut-down entry skips matching over every model (half the cost
+ * of a call); the price data and arithmetic stay the library's. Bounded: cleared when full.
+ */
+const matches = new Map<string, PriceProvider | null>();
+const MATCHES_MAX = 1000;
+
+function findPriceProvider(provider: 'openai' | 'anthropic', model: string): PriceProvider | null {
+  const key = `${provider}\u0000${model}`;
+  const cached = matches.get(key);
+  if (cached !== undefined) return cached;
+  const probe = calcPrice({ input_tokens: 0, output_tokens: 0 }, model, { providerId: provider });
+  const found = probe ? { ...probe.provider, models: [probe.model] } : null;
+  if (matches.size >= MATCHES_MAX) matches.clear();
+  matches.set(key, found);
+  return found;
+}
 
 export function computeCost(
   provider: 'openai' | 'anthropic',
@@ -30,8 +47,6 @@ export function computeCost(
 ): { cost_usd: number | null; price_source: string | null } {
   const none = { cost_usd: null, price_source: null };
   if (!model || usage.input_tokens === null || usage.output_tokens === null) return none;
-  const cacheKey = `${provider}\u0000${model}`;
-  if (unknownModels.has(cacheKey)) return none;
   // The library wants input_tokens as the total (uncached + cache reads + cache writes), like our Usage.
   const priced: Record<string, number> = {
     input_tokens: usage.input_tokens,
@@ -42,16 +57,12 @@ export function computeCost(
   if (cacheRead > 0) priced.cache_read_tokens = cacheRead;
   if (cacheWrite > 0) priced.cache_write_tokens = cacheWrite;
   if (cacheRead + cacheWrite > usage.input_tokens) return none; // inconsistent figures: no guess
-  let result: ReturnType<typeof calcPrice>;
   try {
-    result = calcPrice(priced, model, { providerId: provider });
+    const priceProvider = findPriceProvider(provider, model);
+    if (!priceProvider) return none;
+    const result = calcPrice(priced, model, { provider: priceProvider });
+    return result ? { cost_usd: result.total_price, price_source: PRICE_SOURCE } : none;
   } catch {
-    return none;
+    return none; // malformed price data must not fail a request
   }
-  if (!result) {
-    if (unknownModels.size >= UNKNOWN_MAX) unknownModels.clear();
-    unknownModels.add(cacheKey);
-    return none;
-  }
-  return { cost_usd: result.total_price, price_source: PRICE_SOURCE };
 }

@@ -40,7 +40,9 @@ interface ZlibInternals {
 const OUT_CHUNK = 16 * 1024;
 const FALLBACK_MAX_BYTES = 32 * 1024 * 1024;
 
-function createZlibEngine(kind: ZlibKind): zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress {
+function createZlibEngine(
+  kind: ZlibKind,
+): zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress {
   if (kind === 'gzip') return zlib.createGunzip();
   if (kind === 'deflate') return zlib.createInflate();
   if (kind === 'deflate-raw') return zlib.createInflateRaw();

@@ -63,7 +63,8 @@ export function estimateRequestTokens(json: unknown): number | null {
   let found = false;
   if (Array.isArray(json.messages)) {
     found = true;
-    tokens += PER_REQUEST_TOKENS + json.messages.length * PER_MESSAGE_TOKENS + countValueTokens(json.messages);
+    tokens +=
+      PER_REQUEST_TOKENS + json.messages.length * PER_MESSAGE_TOKENS + countValueTokens(json.messages);
   }
   for (const key of ['system', 'instructions', 'prompt', 'input'] as const) {
     const v = json[key];
@@ -76,7 +77,8 @@ export function estimateRequestTokens(json: unknown): number | null {
     } else tokens += countValueTokens(v);
   }
   // Tool definitions are rendered into the prompt; their JSON is a fair stand-in.
-  if (Array.isArray(json.tools) && json.tools.length > 0) tokens += countTextTokens(JSON.stringify(json.tools));
+  if (Array.isArray(json.tools) && json.tools.length > 0)
+    tokens += countTextTokens(JSON.stringify(json.tools));
   return found ? tokens : null;
 }
 
@@ -137,7 +139,8 @@ export function collectResponseText(json: unknown, counter: OutputCounter): void
       if (!isRecord(item)) continue;
       if (typeof item.arguments === 'string') counter.add(item.arguments);
       if (Array.isArray(item.content)) {
-        for (const part of item.content) if (isRecord(part) && typeof part.text === 'string') counter.add(part.text);
+        for (const part of item.content)
+          if (isRecord(part) && typeof part.text === 'string') counter.add(part.text);
       }
     }
   }

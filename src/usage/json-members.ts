@@ -19,7 +19,7 @@ function skipSpace(text: string, i: number): number {
 }
 
 /** Index just past the string starting at `i` (a `"`), or -1. */
-function stringEnd(text: string, i: number): number {
+export function stringEnd(text: string, i: number): number {
   for (let j = i + 1; j < text.length; j++) {
     const c = text.charCodeAt(j);
     if (c === 0x5c) j++;

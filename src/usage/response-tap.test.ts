@@ -1,4 +1,5 @@
 import zlib from 'node:zlib';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { createResponseTap } from './response-tap.js';
 import { parseRequestInfo } from './request-info.js';
@@ -30,7 +31,11 @@ const messagesRequest = request('anthropic', '/v1/messages', {
   system: 'You are terse.',
   messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello to the world.' }] }],
 });
-const responsesRequest = request('openai', '/v1/responses', { model: 'gpt-4o', stream: true, input: 'Hello' });
+const responsesRequest = request('openai', '/v1/responses', {
+  model: 'gpt-4o',
+  stream: true,
+  input: 'Hello',
+});
 
 const SSE = { 'content-type': 'text/event-stream; charset=utf-8' };
 const JSON_TYPE = { 'content-type': 'application/json' };
@@ -96,11 +101,21 @@ describe('createResponseTap on SSE streams', () => {
       expect(runTap({ info: messagesRequest, chunks }).usage).toMatchObject(ANTHROPIC_EXPECTED);
     }
     const cr = Buffer.from(openAIChatStream({ includeUsage: true }).replace(/\n/g, '\r'));
-    expect(runTap({ info: chatRequest, chunks: [...splits(cr)].at(-1)! }).usage).toMatchObject(OPENAI_EXPECTED);
-    const usageChunk = JSON.stringify({ id: 'x', model: 'gpt-4o', choices: [], usage: { prompt_tokens: 9, completion_tokens: 4 } }, null, 1);
+    expect(runTap({ info: chatRequest, chunks: [...splits(cr)].at(-1)! }).usage).toMatchObject(
+      OPENAI_EXPECTED,
+    );
+    const usageChunk = JSON.stringify(
+      { id: 'x', model: 'gpt-4o', choices: [], usage: { prompt_tokens: 9, completion_tokens: 4 } },
+      null,
+      1,
+    );
     const multi = Buffer.from(`data: ${usageChunk.split('\n').join('\ndata: ')}\n\ndata: [DONE]\n\n`);
     for (const chunks of splits(multi)) {
-      expect(runTap({ info: chatRequest, chunks }).usage).toMatchObject({ input_tokens: 9, output_tokens: 4, source: 'provider' });
+      expect(runTap({ info: chatRequest, chunks }).usage).toMatchObject({
+        input_tokens: 9,
+        output_tokens: 4,
+        source: 'provider',
+      });
     }
   });
 
@@ -153,8 +168,40 @@ describe('createResponseTap on SSE streams', () => {
     const full = anthropicStream();
     const cut = Buffer.from(full.slice(0, full.indexOf('event: content_block_stop')));
     const { usage } = runTap({ info: messagesRequest, chunks: [cut], complete: false });
-    expect(usage).toMatchObject({ input_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 5, source: 'partial' });
+    expect(usage).toMatchObject({
+      input_tokens: 130,
+      cache_read_tokens: 100,
+      cache_write_tokens: 5,
+      source: 'partial',
+    });
     expect(usage.output_tokens).toBeGreaterThan(1);
+  });
+
+  it('reads what arrived of a compressed stream that was cut short', () => {
+    const text = anthropicStream();
+    const cut = zlib.gzipSync(Buffer.from(text.slice(0, text.indexOf('event: message_delta'))), {
+      flush: zlib.constants.Z_SYNC_FLUSH,
+    });
+    // A gzip member with no end: everything before message_delta, then the connection drops.
+    const truncated = cut.subarray(0, cut.length - 8);
+    for (const chunks of splits(truncated)) {
+      const { usage } = runTap({
+        info: messagesRequest,
+        headers: { ...SSE, 'content-encoding': 'gzip' },
+        chunks,
+        complete: false,
+      });
+      expect(usage).toMatchObject({ input_tokens: 130, source: 'partial' });
+    }
+  });
+
+  it('answers finish() once and ignores writes after it', () => {
+    const tap = createResponseTap(chatRequest, { status: 200, headers: SSE }, { bodyLogBytes: 10 });
+    tap.write(Buffer.from(openAIChatStream({ includeUsage: true })));
+    const first = tap.finish(true);
+    tap.write(Buffer.from('data: {"usage":{"prompt_tokens":1}}\n\n'));
+    expect(tap.finish(false)).toBe(first);
+    expect(first.source).toBe('provider');
   });
 
   it('estimates an OpenAI stream cut before its usage chunk from the request and the text seen', () => {
@@ -168,12 +215,58 @@ describe('createResponseTap on SSE streams', () => {
     expect(usage.model).toBe('gpt-4o-mini-2024-07-18');
   });
 
+  it('counts streamed text exactly as the tokenizer does, escapes decoded, for every stream shape', () => {
+    const deltas = ['He said "hi"\n', '\\ back', 'slash /', ' 世界 🎉', '\u0000end'];
+    const expected = countTokens(deltas.join(''), { disallowedSpecial: new Set() });
+    const cutBefore = (text: string, marker: string) => Buffer.from(text.slice(0, text.indexOf(marker)));
+    const openai = cutBefore(openAIChatStream({ includeUsage: true, deltas }), '"choices":[]');
+    expect(runTap({ info: chatRequest, chunks: [openai], complete: false }).usage.output_tokens).toBe(
+      expected,
+    );
+    const anthropic = anthropicStream();
+    const withDeltas = anthropic.replace(
+      /(event: content_block_delta\ndata: {[^\n]*\n\n)+/,
+      deltas
+        .map(
+          (t) =>
+            `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } })}\n\n`,
+        )
+        .join(''),
+    );
+    const cut = cutBefore(withDeltas, 'event: message_delta');
+    expect(runTap({ info: messagesRequest, chunks: [cut], complete: false }).usage).toMatchObject({
+      source: 'partial',
+      output_tokens: expected,
+    });
+  });
+
   it('estimates a complete OpenAI stream that carried no usage chunk', () => {
     const bytes = Buffer.from(openAIChatStream({ includeUsage: false }));
     const { usage } = runTap({ info: chatRequest, chunks: [bytes] });
     expect(usage.source).toBe('estimated');
     expect(usage.output_tokens).toBeGreaterThan(3);
     expect(usage.input_tokens).toBeGreaterThan(10);
+  });
+
+  it('reads usage from a response.completed event too large to keep whole', () => {
+    const text = 'lorem ipsum '.repeat(300_000);
+    const completed = {
+      type: 'response.completed',
+      response: {
+        model: 'gpt-4o',
+        output: [{ type: 'message', content: [{ type: 'output_text', text }] }],
+        usage: { input_tokens: 11, output_tokens: 600_000, output_tokens_details: { reasoning_tokens: 0 } },
+      },
+    };
+    const bytes = Buffer.from(`event: response.completed\ndata: ${JSON.stringify(completed)}\n\n`);
+    const chunks = Array.from({ length: Math.ceil(bytes.length / 16384) }, (_v, i) =>
+      bytes.subarray(i * 16384, (i + 1) * 16384),
+    );
+    expect(runTap({ info: responsesRequest, chunks }).usage).toMatchObject({
+      input_tokens: 11,
+      output_tokens: 600_000,
+      source: 'provider',
+    });
   });
 
   it('ignores provider error events and odd data without throwing', () => {
@@ -202,7 +295,14 @@ describe('createResponseTap on JSON bodies', () => {
   it('reads chat completion usage, also gzip/deflate/br compressed', () => {
     const info = request('openai', '/v1/chat/completions', { model: 'gpt-4o', messages: [] });
     const raw = json(chatJson);
-    const expected = { input_tokens: 50, cache_read_tokens: 0, output_tokens: 5, reasoning_tokens: 0, source: 'provider', model: 'gpt-4o-2024-08-06' };
+    const expected = {
+      input_tokens: 50,
+      cache_read_tokens: 0,
+      output_tokens: 5,
+      reasoning_tokens: 0,
+      source: 'provider',
+      model: 'gpt-4o-2024-08-06',
+    };
     expect(runTap({ info, headers: JSON_TYPE, chunks: [raw] }).usage).toMatchObject(expected);
     for (const [enc, bytes] of [
       ['gzip', zlib.gzipSync(raw)],
@@ -223,16 +323,34 @@ describe('createResponseTap on JSON bodies', () => {
       chunks: [
         json({
           model: 'o3-2025-04-16',
-          usage: { input_tokens: 10, input_tokens_details: { cached_tokens: 4 }, output_tokens: 100, output_tokens_details: { reasoning_tokens: 80 } },
+          usage: {
+            input_tokens: 10,
+            input_tokens_details: { cached_tokens: 4 },
+            output_tokens: 100,
+            output_tokens_details: { reasoning_tokens: 80 },
+          },
         }),
       ],
     });
-    expect(responses.usage).toMatchObject({ input_tokens: 10, cache_read_tokens: 4, output_tokens: 100, reasoning_tokens: 80, source: 'provider' });
+    expect(responses.usage).toMatchObject({
+      input_tokens: 10,
+      cache_read_tokens: 4,
+      output_tokens: 100,
+      reasoning_tokens: 80,
+      source: 'provider',
+    });
 
     const embeddings = runTap({
       info: request('openai', '/v1/embeddings', { model: 'text-embedding-3-small', input: 'hi' }),
       headers: JSON_TYPE,
-      chunks: [json({ object: 'list', data: [], model: 'text-embedding-3-small', usage: { prompt_tokens: 7, total_tokens: 7 } })],
+      chunks: [
+        json({
+          object: 'list',
+          data: [],
+          model: 'text-embedding-3-small',
+          usage: { prompt_tokens: 7, total_tokens: 7 },
+        }),
+      ],
     });
     expect(embeddings.usage).toMatchObject({ input_tokens: 7, output_tokens: 0, source: 'provider' });
 
@@ -244,7 +362,12 @@ describe('createResponseTap on JSON bodies', () => {
           type: 'message',
           model: 'claude-3-5-haiku-20241022',
           content: [{ type: 'text', text: 'Hi' }],
-          usage: { input_tokens: 3, cache_creation_input_tokens: 2000, cache_read_input_tokens: 0, output_tokens: 9 },
+          usage: {
+            input_tokens: 3,
+            cache_creation_input_tokens: 2000,
+            cache_read_input_tokens: 0,
+            output_tokens: 9,
+          },
         }),
       ],
     });
@@ -285,7 +408,12 @@ describe('createResponseTap on JSON bodies', () => {
 
   it('estimates a truncated JSON body instead of reporting zero', () => {
     const raw = json(chatJson);
-    const { usage } = runTap({ info: chatRequest, headers: JSON_TYPE, chunks: [raw.subarray(0, 40)], complete: false });
+    const { usage } = runTap({
+      info: chatRequest,
+      headers: JSON_TYPE,
+      chunks: [raw.subarray(0, 40)],
+      complete: false,
+    });
     expect(usage.source).toBe('estimated');
     expect(usage.input_tokens).toBeGreaterThan(0);
   });
@@ -307,15 +435,28 @@ describe('createResponseTap on JSON bodies', () => {
     const big = {
       object: 'list',
       model: 'text-embedding-3-small',
-      data: Array.from({ length: 80_000 }, (_v, i) => ({ object: 'embedding', index: i, embedding: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0] })),
+      data: Array.from({ length: 25_000 }, (_v, i) => ({
+        object: 'embedding',
+        index: i,
+        embedding: [
+          0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0,
+        ],
+      })),
       usage: { prompt_tokens: 4321, total_tokens: 4321 },
     };
     const raw = json(big);
-    expect(raw.length).toBeGreaterThan(8 * 1024 * 1024);
-    const chunks = Array.from({ length: Math.ceil(raw.length / 65536) }, (_v, i) => raw.subarray(i * 65536, (i + 1) * 65536));
+    expect(raw.length).toBeGreaterThan(2 * 1024 * 1024);
+    const chunks = Array.from({ length: Math.ceil(raw.length / 65536) }, (_v, i) =>
+      raw.subarray(i * 65536, (i + 1) * 65536),
+    );
     const info = request('openai', '/v1/embeddings', { model: 'text-embedding-3-small', input: 'x' });
     const { usage, body } = runTap({ info, headers: JSON_TYPE, chunks, bodyLogBytes: 100 });
-    expect(usage).toMatchObject({ input_tokens: 4321, output_tokens: 0, source: 'provider', model: 'text-embedding-3-small' });
+    expect(usage).toMatchObject({
+      input_tokens: 4321,
+      output_tokens: 0,
+      source: 'provider',
+      model: 'text-embedding-3-small',
+    });
     expect(body).toEqual({ text: raw.subarray(0, 100).toString(), truncated: true });
   });
 });
@@ -331,8 +472,14 @@ describe('ResponseTap.body', () => {
   });
 
   it('returns the whole text when it fits and null when body logging is off', () => {
-    expect(runTap({ info: chatRequest, chunks: [bytes] }).body).toEqual({ text: bytes.toString(), truncated: false });
-    expect(runTap({ info: chatRequest, chunks: [bytes], bodyLogBytes: 0 }).body).toEqual({ text: null, truncated: false });
+    expect(runTap({ info: chatRequest, chunks: [bytes] }).body).toEqual({
+      text: bytes.toString(),
+      truncated: false,
+    });
+    expect(runTap({ info: chatRequest, chunks: [bytes], bodyLogBytes: 0 }).body).toEqual({
+      text: null,
+      truncated: false,
+    });
   });
 
   it('keeps the stream text even for the deltas containing emoji', () => {

@@ -20,7 +20,7 @@ import { createStreamReader, type StreamReader } from './stream-reader.js';
 import type { RequestInfo, ResponseTap, Usage } from './types.js';
 
 /** JSON bodies up to this size are parsed whole; larger ones (big embedding batches) by their tail. */
-const MAX_JSON_BYTES = 8 * 1024 * 1024;
+const MAX_JSON_BYTES = 2 * 1024 * 1024;
 const JSON_EDGE_BYTES = 256 * 1024;
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -49,7 +49,8 @@ export function createResponseTap(
 ): ResponseTap {
   const endpoint = classifyEndpoint(info.provider, info.path);
   const contentType = (header(res.headers, 'content-type') ?? '').toLowerCase();
-  const isSse = contentType.includes('text/event-stream');
+  // A stream without a content-type is still a stream when the caller asked for one.
+  const isSse = contentType.includes('text/event-stream') || (contentType === '' && info.stream);
   const decoder: BodyDecoder | null = createBodyDecoder(header(res.headers, 'content-encoding'));
   const prefix = opts.bodyLogBytes > 0 ? new BodyPrefix(opts.bodyLogBytes) : null;
   const output = new OutputCounter();
@@ -165,8 +166,8 @@ function computeUsage(
     const out = Math.max(counts.output_tokens ?? 0, streamed);
     return { ...counts, output_tokens: out, source: 'partial', model };
   }
-  // The provider bills nothing for a refused request: no estimate for an error response.
-  if (status >= 400 || status < 200) return { ...NO_TOKENS, source: 'none', model };
+  // The provider bills nothing for a refused request: no estimate for an error (or redirect) response.
+  if (status >= 300 || status < 200) return { ...NO_TOKENS, source: 'none', model };
   const input = estimateRequestTokens(info.json);
   if (input === null && !output.seen) return { ...NO_TOKENS, source: 'none', model };
   return {

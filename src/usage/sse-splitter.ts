@@ -29,35 +29,37 @@ export class SseSplitter {
   constructor(private readonly maxEventBytes = Number.POSITIVE_INFINITY) {}
 
   push(chunk: Buffer, onSegment: (segment: SseSegment) => void): void {
-    let start = 0;
-    for (let i = 0; i < chunk.length; i++) {
-      const b = chunk[i];
-      if (b === LF) {
-        if (this.lastWasCR) {
-          this.lastWasCR = false;
-          if (this.size === 0 && i === start) {
-            // The LF of a CRLF whose CR already ended the previous event.
-            onSegment({ raw: chunk.subarray(i, i + 1), isEvent: false, clipped: false });
-            start = i + 1;
-          }
-          continue;
-        }
-        if (this.lineLen === 0) {
-          this.emit(chunk.subarray(start, i + 1), onSegment);
-          start = i + 1;
-        }
-        this.lineLen = 0;
-      } else if (b === CR) {
-        this.lastWasCR = true;
-        if (this.lineLen === 0) {
-          this.emit(chunk.subarray(start, i + 1), onSegment);
-          start = i + 1;
-        }
-        this.lineLen = 0;
-      } else {
+    let start = 0; // where the current event's bytes begin in this chunk
+    let i = 0;
+    // indexOf (memchr) finds line breaks; bytes between them only need counting.
+    let nextLF = chunk.indexOf(LF);
+    let nextCR = chunk.indexOf(CR);
+    for (;;) {
+      if (nextLF !== -1 && nextLF < i) nextLF = chunk.indexOf(LF, i);
+      if (nextCR !== -1 && nextCR < i) nextCR = chunk.indexOf(CR, i);
+      const j = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
+      const contentEnd = j === -1 ? chunk.length : j;
+      if (contentEnd > i) {
         this.lastWasCR = false;
-        this.lineLen++;
+        this.lineLen += contentEnd - i;
       }
+      if (j === -1) break;
+      i = j + 1;
+      if (chunk[j] === LF && this.lastWasCR) {
+        this.lastWasCR = false;
+        if (this.size === 0 && j === start) {
+          // The LF of a CRLF whose CR already ended the previous event.
+          onSegment({ raw: chunk.subarray(j, j + 1), isEvent: false, clipped: false });
+          start = j + 1;
+        }
+        continue;
+      }
+      this.lastWasCR = chunk[j] === CR;
+      if (this.lineLen === 0) {
+        this.emit(chunk.subarray(start, j + 1), onSegment);
+        start = j + 1;
+      }
+      this.lineLen = 0;
     }
     if (start < chunk.length) this.append(chunk.subarray(start));
   }

@@ -9,10 +9,38 @@ import {
   type Endpoint,
   type TokenCounts,
 } from './normalize.js';
+import { stringEnd } from './json-members.js';
 import { parseSseEvent, SseSplitter, type SseSegment } from './sse-splitter.js';
 
 /** An event bigger than this (a huge `response.completed`) is read from its head and tail only. */
-const MAX_EVENT_BYTES = 8 * 1024 * 1024;
+const MAX_EVENT_BYTES = 2 * 1024 * 1024;
+
+/** Text-bearing string fields of the frequent delta events, read without parsing the event's JSON. */
+const OPENAI_TEXT_FIELDS = /"(?:content|reasoning_content|refusal|arguments|text)"\s*:\s*"/g;
+const ANTHROPIC_TEXT_FIELDS = /"(?:text|thinking|partial_json)"\s*:\s*"/g;
+const RESPONSES_TEXT_FIELDS = /"delta"\s*:\s*"/g;
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+
+/** Adds every string value of the matched fields to the counter (JSON strings escape `"`, so a match is a key). */
+function addStringFields(data: string, fields: RegExp, output: OutputCounter): void {
+  fields.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = fields.exec(data))) {
+    const open = m.index + m[0].length - 1;
+    const end = stringEnd(data, open);
+    if (end < 0) return;
+    const literal = data.slice(open, end);
+    if (!literal.includes('\\')) output.add(literal.slice(1, -1));
+    else {
+      try {
+        output.add(JSON.parse(literal) as string);
+      } catch {
+        // malformed escape: skip this piece
+      }
+    }
+    fields.lastIndex = end;
+  }
+}
 
 export interface StreamReader {
   push(decoded: Buffer): void;
@@ -56,7 +84,8 @@ export function createStreamReader(endpoint: Endpoint, output: OutputCounter): S
       // completed, incomplete and failed all carry the final usage
       if (isRecord(data.response.usage)) counts = normalizeOpenAIUsage(data.response.usage) ?? counts;
     }
-    if (type.endsWith('.delta') && typeof data.delta === 'string') output.add(data.delta);
+    if (type.endsWith('.delta') && !type.includes('audio') && typeof data.delta === 'string')
+      output.add(data.delta);
   };
 
   const onAnthropic = (data: Record<string, unknown>) => {
@@ -93,6 +122,26 @@ export function createStreamReader(endpoint: Endpoint, output: OutputCounter): S
       ? onOpenAIResponses
       : onOpenAIChat;
 
+  /**
+   * The hot path: most events are text deltas. Those are read with addStringFields; only events that can
+   * carry usage or the model (first event, usage chunk, message_start/delta, response.*) are JSON-parsed.
+   */
+  const isDeltaOnly = (event: string, data: string): boolean => {
+    if (endpoint.startsWith('anthropic')) {
+      if (event !== 'content_block_delta') return false;
+      addStringFields(data, ANTHROPIC_TEXT_FIELDS, output);
+      return true;
+    }
+    if (endpoint === 'openai-responses') {
+      if (!event.endsWith('.delta')) return false;
+      if (!event.includes('audio')) addStringFields(data, RESPONSES_TEXT_FIELDS, output);
+      return true;
+    }
+    if (model === null || (data.includes('"usage"') && USAGE_OBJECT.test(data))) return false;
+    addStringFields(data, OPENAI_TEXT_FIELDS, output);
+    return true;
+  };
+
   const onSegment = (segment: SseSegment) => {
     if (!segment.isEvent) return;
     const event = parseSseEvent(segment.raw);
@@ -100,11 +149,13 @@ export function createStreamReader(endpoint: Endpoint, output: OutputCounter): S
     if (segment.clipped) {
       // Too big to parse whole: the usage object sits in the tail of these events.
       const usage = findUsageObject(event.data);
+      noteModel(/"model"\s*:\s*"([^"\\]{1,200})"/.exec(event.data)?.[1]);
       if (endpoint.startsWith('anthropic')) {
         if (mergeAnthropicUsage(parts, usage)) anthropicSeen = true;
       } else counts = normalizeOpenAIUsage(usage) ?? counts;
       return;
     }
+    if (isDeltaOnly(event.event, event.data)) return;
     let data: unknown;
     try {
       data = JSON.parse(event.data) as unknown;

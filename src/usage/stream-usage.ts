@@ -21,7 +21,8 @@ export function injectStreamUsage(info: RequestInfo, body: Buffer): Buffer | nul
   if (options === undefined) {
     // Minimal edit: a new first member; every byte of the caller's body stays as it was.
     let i = 0;
-    while (i < body.length && (body[i] === 0x20 || body[i] === 0x09 || body[i] === 0x0a || body[i] === 0x0d)) i++;
+    while (i < body.length && (body[i] === 0x20 || body[i] === 0x09 || body[i] === 0x0a || body[i] === 0x0d))
+      i++;
     if (body[i] === 0x7b) return Buffer.concat([body.subarray(0, i + 1), INSERT, body.subarray(i + 1)]);
   }
   // stream_options present without include_usage (or null): rewriting it in place is not worth the risk.
@@ -126,8 +127,15 @@ export function createUsageStripper(contentEncoding: string | undefined): Transf
       }
     },
   });
+  // The LF of a CRLF whose CR ended an event comes as its own segment: it goes wherever that event went.
+  let droppedLast = false;
   function emit(segment: SseSegment): void {
+    if (!segment.isEvent) {
+      if (!droppedLast) stripper.push(segment.raw);
+      return;
+    }
     const out = stripUsageFromEvent(segment);
+    droppedLast = out.length === 0;
     if (out.length > 0) stripper.push(out);
   }
   return stripper;

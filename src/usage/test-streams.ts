@@ -21,7 +21,12 @@ export const OPENAI_USAGE = {
 
 /** What OpenAI sends for a streaming chat completion, with or without stream_options.include_usage. */
 export function openAIChatStream(opts: OpenAIChatStreamOptions): string {
-  const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini-2024-07-18' };
+  const base = {
+    id: 'chatcmpl-1',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'gpt-4o-mini-2024-07-18',
+  };
   const chunk = (choices: unknown[], usage: unknown = null) =>
     sse({
       ...base,
@@ -30,7 +35,12 @@ export function openAIChatStream(opts: OpenAIChatStreamOptions): string {
       choices,
       ...(opts.includeUsage ? { usage } : {}),
     });
-  const choice = (delta: unknown, finish: string | null) => ({ index: 0, delta, logprobs: null, finish_reason: finish });
+  const choice = (delta: unknown, finish: string | null) => ({
+    index: 0,
+    delta,
+    logprobs: null,
+    finish_reason: finish,
+  });
   const parts = [
     chunk([choice({ role: 'assistant', content: '', refusal: null }, null)]),
     ...(opts.deltas ?? DELTAS).map((t) => chunk([choice({ content: t }, null)])),
@@ -54,22 +64,38 @@ export function anthropicStream(): string {
           model: 'claude-sonnet-4-20250514',
           content: [],
           stop_reason: null,
-          usage: { input_tokens: 25, cache_creation_input_tokens: 5, cache_read_input_tokens: 100, output_tokens: 1 },
+          usage: {
+            input_tokens: 25,
+            cache_creation_input_tokens: 5,
+            cache_read_input_tokens: 100,
+            output_tokens: 1,
+          },
         },
       },
       'message_start',
     ),
-    sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+    sse(
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      'content_block_start',
+    ),
     sse({ type: 'ping' }, 'ping'),
     ...DELTAS.map((t) =>
-      sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } }, 'content_block_delta'),
+      sse(
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } },
+        'content_block_delta',
+      ),
     ),
     sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
     sse(
       {
         type: 'message_delta',
         delta: { stop_reason: 'end_turn', stop_sequence: null },
-        usage: { input_tokens: 25, cache_creation_input_tokens: 5, cache_read_input_tokens: 100, output_tokens: 42 },
+        usage: {
+          input_tokens: 25,
+          cache_creation_input_tokens: 5,
+          cache_read_input_tokens: 100,
+          output_tokens: 42,
+        },
       },
       'message_delta',
     ),
@@ -79,7 +105,13 @@ export function anthropicStream(): string {
 
 /** OpenAI Responses API stream ending in response.completed. */
 export function openAIResponsesStream(): string {
-  const response = { id: 'resp_1', object: 'response', model: 'gpt-4o-2024-08-06', status: 'in_progress', usage: null };
+  const response = {
+    id: 'resp_1',
+    object: 'response',
+    model: 'gpt-4o-2024-08-06',
+    status: 'in_progress',
+    usage: null,
+  };
   return [
     sse({ type: 'response.created', sequence_number: 0, response }, 'response.created'),
     ...DELTAS.map((t, i) =>

@@ -13,7 +13,16 @@ import type {
   UsagePoint,
 } from '../../src/store/types.js';
 
-export type { Account, KeyView, Provider, Outcome, RequestLogRow, RequestSummary, UsageBreakdownRow, UsagePoint };
+export type {
+  Account,
+  KeyView,
+  Provider,
+  Outcome,
+  RequestLogRow,
+  RequestSummary,
+  UsageBreakdownRow,
+  UsagePoint,
+};
 export type CreatedKey = KeyView & { key: string };
 export type SignupMode = 'open' | 'invite' | 'closed';
 
@@ -47,7 +56,8 @@ type Query = Record<string, string | number | undefined | null>;
 function buildPath(path: string, query?: Query): string {
   if (!query) return path;
   const qs = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
+  for (const [k, v] of Object.entries(query))
+    if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
   const s = qs.toString();
   return s ? `${path}?${s}` : path;
 }
@@ -74,7 +84,11 @@ async function call<T>(method: string, path: string, body?: unknown, query?: Que
   }
   if (!res.ok) {
     const err = (json as { error?: { code?: string; message?: string } } | null)?.error;
-    const apiErr = new ApiError(res.status, err?.code ?? 'http_error', err?.message ?? `Request failed (${res.status}).`);
+    const apiErr = new ApiError(
+      res.status,
+      err?.code ?? 'http_error',
+      err?.message ?? `Request failed (${res.status}).`,
+    );
     // Login's own 401 means "wrong password", not "session gone".
     if (res.status === 401 && path !== '/login') onUnauthenticated();
     throw apiErr;
@@ -108,16 +122,20 @@ export const api = {
   me: () => call<{ account: Account }>('GET', '/me'),
   signup: (email: string, password: string) =>
     call<{ account: Account; key: CreatedKey }>('POST', '/signup', { email, password }),
-  login: (email: string, password: string) => call<{ account: Account }>('POST', '/login', { email, password }),
+  login: (email: string, password: string) =>
+    call<{ account: Account }>('POST', '/login', { email, password }),
   logout: () => call<void>('POST', '/logout', {}),
   changePassword: (current_password: string, new_password: string) =>
     call<void>('POST', '/password', { current_password, new_password }),
 
   listKeys: () => call<{ keys: KeyView[] }>('GET', '/keys'),
   createKey: (name: string) => call<{ key: CreatedKey }>('POST', '/keys', { name }),
-  renameKey: (id: string, name: string) => call<{ key: KeyView }>('PATCH', `/keys/${encodeURIComponent(id)}`, { name }),
+  renameKey: (id: string, name: string) =>
+    call<{ key: KeyView }>('PATCH', `/keys/${encodeURIComponent(id)}`, { name }),
   rollKey: (id: string, grace_seconds: number) =>
-    call<{ key: CreatedKey; old: KeyView }>('POST', `/keys/${encodeURIComponent(id)}/roll`, { grace_seconds }),
+    call<{ key: CreatedKey; old: KeyView }>('POST', `/keys/${encodeURIComponent(id)}/roll`, {
+      grace_seconds,
+    }),
   revokeKey: (id: string) => call<{ key: KeyView }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
 
   listRequests: (q: RequestQuery) => call<Page<RequestSummary>>('GET', '/requests', undefined, { ...q }),

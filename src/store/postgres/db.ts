@@ -70,7 +70,7 @@ export async function runPgMigrations(
 /** Our times are Dates from pg (timestamptz); the interface speaks toISOString() strings. */
 export function isoOrNull(v: unknown): string | null {
   if (v === null || v === undefined) return null;
-  return (v instanceof Date ? v : new Date(String(v))).toISOString();
+  return (v instanceof Date ? v : new Date(v as string)).toISOString();
 }
 
 export function pgErrorCode(err: unknown): string {

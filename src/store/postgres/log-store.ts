@@ -55,14 +55,10 @@ function cleanText(s: string): string {
   return s.includes('\0') ? s.replace(/\0/g, '\uFFFD') : s;
 }
 
-function cleanJson(obj: Record<string, string>): string {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(obj)) {
-    out[cleanText(k).replace(LONE_SURROGATE, '\uFFFD')] = cleanText(String(v)).replace(
-      LONE_SURROGATE,
-      '\uFFFD',
-    );
-  }
+function cleanJson(obj: Record<string, unknown>): string {
+  const clean = (v: string) => cleanText(v).replace(LONE_SURROGATE, '\uFFFD');
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) out[clean(k)] = typeof v === 'string' ? clean(v) : v;
   return JSON.stringify(out);
 }
 

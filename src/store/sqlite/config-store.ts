@@ -7,8 +7,14 @@
 import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
 import { toIso, toIsoOrNull } from '../time.js';
 import type { Account, AccountWithSecret, ConfigStore, KeyRecord, SessionRecord } from '../types.js';
-import type { Statement } from 'better-sqlite3';
-import { openSqlite, runSqliteMigrations, type Db, type Migration } from './db.js';
+import {
+  createStatementCache,
+  openSqlite,
+  runSqliteMigrations,
+  type Db,
+  type StatementCache,
+  type Migration,
+} from './db.js';
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -61,20 +67,11 @@ function isUniqueViolation(err: unknown): boolean {
 
 export class SqliteConfigStore implements ConfigStore {
   private readonly db: Db;
-  private readonly statements = new Map<string, Statement>();
+  private readonly stmt: StatementCache;
 
   constructor(path: string) {
     this.db = openSqlite(path);
-  }
-
-  /** Statements are compiled once per SQL text. */
-  private stmt<P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> {
-    let s = this.statements.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.statements.set(sql, s);
-    }
-    return s as Statement<P, R>;
+    this.stmt = createStatementCache(this.db);
   }
 
   async migrate(): Promise<void> {

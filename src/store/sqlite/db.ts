@@ -1,5 +1,5 @@
 /** Opening a SQLite file the way both stores want it, and the numbered-migration runner they share. */
-import Database from 'better-sqlite3';
+import Database, { type Statement } from 'better-sqlite3';
 
 export type Db = Database.Database;
 
@@ -38,4 +38,19 @@ export function runSqliteMigrations(db: Db, migrations: readonly Migration[]): v
       record.run(m.version, m.name, new Date().toISOString());
     }).immediate();
   }
+}
+
+export type StatementCache = <P extends unknown[] = unknown[], R = unknown>(sql: string) => Statement<P, R>;
+
+/** Compiles each SQL text once; the stores only build a bounded set of texts (one per filter combination). */
+export function createStatementCache(db: Db): StatementCache {
+  const cache = new Map<string, Statement>();
+  return <P extends unknown[], R>(sql: string) => {
+    let s = cache.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      cache.set(sql, s);
+    }
+    return s as Statement<P, R>;
+  };
 }

@@ -3,7 +3,6 @@
 /**
  * LogStore on SQLite, in its own file apart from the config store: the request log is the write-heavy one.
  */
-import type { Statement } from 'better-sqlite3';
 import type { RequestLogRow } from '../../log/record.js';
 import {
   AGGREGATE_SQL,
@@ -30,7 +29,7 @@ import type {
   UsageBreakdownRow,
   UsagePoint,
 } from '../types.js';
-import { openSqlite, runSqliteMigrations, type Db } from './db.js';
+import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
 import { LOG_MIGRATIONS } from './log-schema.js';
 
 type Params = Record<string, string | number | null>;
@@ -75,19 +74,11 @@ function isRowError(err: unknown): boolean {
 
 export class SqliteLogStore implements LogStore {
   private readonly db: Db;
-  private readonly statements = new Map<string, Statement>();
+  private readonly stmt: StatementCache;
 
   constructor(path: string) {
     this.db = openSqlite(path);
-  }
-
-  private stmt<P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> {
-    let s = this.statements.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.statements.set(sql, s);
-    }
-    return s as Statement<P, R>;
+    this.stmt = createStatementCache(this.db);
   }
 
   async migrate(): Promise<void> {
@@ -148,11 +139,9 @@ export class SqliteLogStore implements LogStore {
     }
     const limit = Math.max(1, Math.floor(opts.limit));
     params.push(limit + 1);
-    const rows = this.db
-      .prepare<unknown[], DbRow>(
-        `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id DESC LIMIT ?`,
-      )
-      .all(...params);
+    const rows = this.stmt<unknown[], DbRow>(
+      `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id DESC LIMIT ?`,
+    ).all(...params);
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
     const more = rows.length > limit;
     return { items, next_cursor: more && items.length ? encodeCursor(items[items.length - 1]!.id) : null };
@@ -194,14 +183,13 @@ export class SqliteLogStore implements LogStore {
   private aggregate(f: RequestFilter, keySql: string) {
     const params: (string | number)[] = [];
     const where = buildWhere(f, this.dialect(params));
-    const sums = this.db
-      .prepare<unknown[], AggregateRow & { k: string }>(
-        `SELECT ${keySql} AS k, ${AGGREGATE_SQL} FROM requests WHERE ${where} GROUP BY k`,
-      )
-      .all(...params);
+    const sums = this.stmt<unknown[], AggregateRow & { k: string }>(
+      `SELECT ${keySql} AS k, ${AGGREGATE_SQL} FROM requests WHERE ${where} GROUP BY k`,
+    ).all(...params);
     const latencies = new Map<string, number[]>();
-    const latencyRows = this.db
-      .prepare<unknown[], [string, number]>(`SELECT ${keySql}, latency_ms FROM requests WHERE ${where}`)
+    const latencyRows = this.stmt<unknown[], [string, number]>(
+      `SELECT ${keySql}, latency_ms FROM requests WHERE ${where}`,
+    )
       .raw()
       .iterate(...params);
     for (const [k, ms] of latencyRows) {

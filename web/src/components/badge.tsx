@@ -15,7 +15,13 @@ export function KeyStatusBadge({ status }: { status: KeyView['status'] }) {
 
 export function StatusBadge({ status, outcome }: { status: number; outcome: string }) {
   const tone: Tone =
-    outcome === 'ok' && status < 400 ? 'green' : outcome === 'client_aborted' ? 'amber' : status === 0 ? 'gray' : 'red';
+    outcome === 'ok' && status < 400
+      ? 'green'
+      : outcome === 'client_aborted'
+        ? 'amber'
+        : status === 0
+          ? 'gray'
+          : 'red';
   const text = status === 0 ? (OUTCOME_LABELS[outcome] ?? outcome) : String(status);
   const title = OUTCOME_LABELS[outcome] ?? outcome;
   return (

@@ -8,7 +8,8 @@ function TruncatedNote({ truncated }: { truncated: boolean }) {
   if (!truncated) return null;
   return (
     <p className="truncated-note">
-      <Badge tone="amber">Truncated</Badge> Only the first part of this body was kept (KEYRELAY_BODY_LOG_BYTES).
+      <Badge tone="amber">Truncated</Badge> Only the first part of this body was kept
+      (KEYRELAY_BODY_LOG_BYTES).
     </p>
   );
 }
@@ -27,7 +28,10 @@ export function BodyView({
   truncated: boolean;
   contentType?: string;
 }) {
-  const sse = useMemo(() => (body && looksLikeSse(body, contentType) ? parseSse(body) : null), [body, contentType]);
+  const sse = useMemo(
+    () => (body && looksLikeSse(body, contentType) ? parseSse(body) : null),
+    [body, contentType],
+  );
   const text = useMemo(() => (sse ? reassembleSse(sse) : null), [sse]);
   const [view, setView] = useState<'text' | 'events'>('text');
 
@@ -41,9 +45,7 @@ export function BodyView({
     content = (
       <>
         <div className="body-toolbar">
-          <span className="muted small">
-            Streamed response · {sse.length} events
-          </span>
+          <span className="muted small">Streamed response · {sse.length} events</span>
           {text !== null && (
             <Tabs
               idPrefix={`${id}-view`}
@@ -66,16 +68,15 @@ export function BodyView({
           ) : (
             <CodeBlock
               label="Raw events"
-              code={sse
-                .map((e) => (e.event ? `event: ${e.event}\n` : '') + `data: ${e.data}`)
-                .join('\n\n')}
+              code={sse.map((e) => (e.event ? `event: ${e.event}\n` : '') + `data: ${e.data}`).join('\n\n')}
             />
           )}
         </div>
       </>
     );
   } else {
-    content = <CodeBlock code={prettyBody(body).text} label={title} />;
+    const pretty = prettyBody(body);
+    content = <CodeBlock code={pretty.text} label={pretty.json ? 'JSON' : 'Text'} />;
   }
 
   return (

@@ -32,8 +32,26 @@ function useDark(): boolean {
 export function usePalette() {
   const isDark = useDark();
   return isDark
-    ? { a: '#8b8dfc', b: '#3fb9a5', c: '#f0a34a', d: '#f76b6b', grid: '#2a2d36', text: '#8b90a0', tipBg: '#16181e', tipBorder: '#2a2d36' }
-    : { a: '#5b5bd6', b: '#12a594', c: '#e5850f', d: '#e5484d', grid: '#ececf0', text: '#80838d', tipBg: '#ffffff', tipBorder: '#e4e4e9' };
+    ? {
+        a: '#8b8dfc',
+        b: '#3fb9a5',
+        c: '#f0a34a',
+        d: '#f76b6b',
+        grid: '#2a2d36',
+        text: '#8b90a0',
+        tipBg: '#16181e',
+        tipBorder: '#2a2d36',
+      }
+    : {
+        a: '#5b5bd6',
+        b: '#12a594',
+        c: '#e5850f',
+        d: '#e5484d',
+        grid: '#ececf0',
+        text: '#80838d',
+        tipBg: '#ffffff',
+        tipBorder: '#e4e4e9',
+      };
 }
 
 interface ChartProps {
@@ -42,7 +60,15 @@ interface ChartProps {
   rangeMs: number;
 }
 
-function ChartCard({ title, summary, children }: { title: string; summary?: ReactNode; children: ReactNode }) {
+function ChartCard({
+  title,
+  summary,
+  children,
+}: {
+  title: string;
+  summary?: ReactNode;
+  children: ReactNode;
+}) {
   return (
     <section className="card chart-card" aria-label={title}>
       <div className="chart-head">
@@ -78,17 +104,42 @@ function useAxes({ bucket, rangeMs }: { bucket: Bucket; rangeMs: number }) {
       />
     ),
     y: (fmt: (v: number) => string) => (
-      <YAxis tick={tick} tickLine={false} axisLine={false} width={52} tickFormatter={fmt} allowDecimals={false} />
+      <YAxis
+        tick={tick}
+        tickLine={false}
+        axisLine={false}
+        width={52}
+        tickFormatter={fmt}
+        allowDecimals={false}
+      />
     ),
     tooltip: (fmt: (v: number) => string) => (
       <Tooltip
-        labelFormatter={(t) => new Date(Number(t)).toLocaleString('en-US', { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hour12: false })}
+        labelFormatter={(t) =>
+          new Date(Number(t)).toLocaleString('en-US', {
+            month: 'short',
+            day: 'numeric',
+            hour: '2-digit',
+            minute: '2-digit',
+            hour12: false,
+          })
+        }
         formatter={(v) => fmt(Number(v))}
-        contentStyle={{ background: p.tipBg, border: `1px solid ${p.tipBorder}`, borderRadius: 8, fontSize: 12 }}
+        contentStyle={{
+          background: p.tipBg,
+          border: `1px solid ${p.tipBorder}`,
+          borderRadius: 8,
+          fontSize: 12,
+        }}
         cursor={{ fill: p.grid, opacity: 0.5 }}
       />
     ),
   };
+}
+
+function formatCostTick(v: number): string {
+  if (v === 0) return '$0';
+  return `$${Number(v.toPrecision(2))}`;
 }
 
 const sum = (d: ChartPoint[], f: (p: ChartPoint) => number): number => d.reduce((s, p) => s + f(p), 0);
@@ -107,7 +158,14 @@ export function RequestsChart(props: ChartProps) {
         {tooltip((v) => v.toLocaleString('en-US'))}
         <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} />
         <Bar dataKey="ok" name="OK" stackId="r" fill={p.a} isAnimationActive={false} />
-        <Bar dataKey="errors" name="Errors" stackId="r" fill={p.d} radius={[3, 3, 0, 0]} isAnimationActive={false} />
+        <Bar
+          dataKey="errors"
+          name="Errors"
+          stackId="r"
+          fill={p.d}
+          radius={[3, 3, 0, 0]}
+          isAnimationActive={false}
+        />
       </BarChart>
     </ChartCard>
   );
@@ -125,18 +183,40 @@ export function TokensChart(props: ChartProps) {
         {y(formatCompact)}
         {tooltip((v) => v.toLocaleString('en-US'))}
         <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} />
-        <Area dataKey="input_tokens" name="Input" stackId="t" stroke={p.a} fill={p.a} fillOpacity={0.25} isAnimationActive={false} />
-        <Area dataKey="output_tokens" name="Output" stackId="t" stroke={p.b} fill={p.b} fillOpacity={0.25} isAnimationActive={false} />
+        <Area
+          dataKey="input_tokens"
+          name="Input"
+          stackId="t"
+          stroke={p.a}
+          fill={p.a}
+          fillOpacity={0.25}
+          isAnimationActive={false}
+        />
+        <Area
+          dataKey="output_tokens"
+          name="Output"
+          stackId="t"
+          stroke={p.b}
+          fill={p.b}
+          fillOpacity={0.25}
+          isAnimationActive={false}
+        />
       </AreaChart>
     </ChartCard>
   );
 }
 
 export function CostChart(props: ChartProps) {
-  const { p, grid, x, y, tooltip } = useAxes(props);
+  const { p, grid, x, tooltip } = useAxes(props);
   const cost = sum(props.data, (d) => d.cost_usd);
   const unknown = sum(props.data, (d) => d.unknown_cost_requests);
-  const summary = unknown > 0 ? `${formatCost(cost)} · ${unknown} unpriced` : formatCost(cost);
+  const total = sum(props.data, (d) => d.requests);
+  const summary =
+    unknown > 0 && unknown === total
+      ? 'unknown (no prices)'
+      : unknown > 0
+        ? `${formatCost(cost)} · ${unknown} unpriced`
+        : formatCost(cost);
   return (
     <ChartCard title="Cost" summary={summary}>
       <AreaChart data={props.data} margin={{ top: 8, right: 8, left: 0, bottom: 0 }}>
@@ -147,10 +227,17 @@ export function CostChart(props: ChartProps) {
           tickLine={false}
           axisLine={false}
           width={52}
-          tickFormatter={(v: number) => (v === 0 ? '$0' : formatCost(v))}
+          tickFormatter={formatCostTick}
         />
         {tooltip(formatCost)}
-        <Area dataKey="cost_usd" name="Cost (known prices)" stroke={p.c} fill={p.c} fillOpacity={0.2} isAnimationActive={false} />
+        <Area
+          dataKey="cost_usd"
+          name="Cost (known prices)"
+          stroke={p.c}
+          fill={p.c}
+          fillOpacity={0.2}
+          isAnimationActive={false}
+        />
       </AreaChart>
     </ChartCard>
   );
@@ -168,8 +255,24 @@ export function LatencyChart(props: ChartProps) {
         {y((v) => formatMs(v).replace(' ', ''))}
         {tooltip(formatMs)}
         <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} />
-        <Line dataKey="latency_p50_ms" name="p50" stroke={p.a} strokeWidth={2} dot={false} connectNulls isAnimationActive={false} />
-        <Line dataKey="latency_p95_ms" name="p95" stroke={p.c} strokeWidth={2} dot={false} connectNulls isAnimationActive={false} />
+        <Line
+          dataKey="latency_p50_ms"
+          name="p50"
+          stroke={p.a}
+          strokeWidth={2}
+          dot={false}
+          connectNulls
+          isAnimationActive={false}
+        />
+        <Line
+          dataKey="latency_p95_ms"
+          name="p95"
+          stroke={p.c}
+          strokeWidth={2}
+          dot={false}
+          connectNulls
+          isAnimationActive={false}
+        />
       </LineChart>
     </ChartCard>
   );

@@ -17,7 +17,15 @@ async function copyText(text: string): Promise<void> {
   ta.remove();
 }
 
-export function CopyButton({ text, label = 'Copy', className = '' }: { text: string; label?: string; className?: string }) {
+export function CopyButton({
+  text,
+  label = 'Copy',
+  className = '',
+}: {
+  text: string;
+  label?: string;
+  className?: string;
+}) {
   const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
   useEffect(() => {
     if (state === 'idle') return;
@@ -36,7 +44,9 @@ export function CopyButton({ text, label = 'Copy', className = '' }: { text: str
       }}
       aria-label={state === 'idle' ? label : undefined}
     >
-      <span aria-live="polite">{state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed' : label}</span>
+      <span aria-live="polite">
+        {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed' : label}
+      </span>
     </button>
   );
 }

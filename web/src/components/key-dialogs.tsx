@@ -20,7 +20,15 @@ function DoneFooter({ onClose }: { onClose: () => void }) {
   );
 }
 
-export function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: () => void }) {
+export function CreateKeyDialog({
+  open,
+  onClose,
+  onCreated,
+}: {
+  open: boolean;
+  onClose: () => void;
+  onCreated: () => void;
+}) {
   const [name, setName] = useState('');
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -94,7 +102,15 @@ export function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; o
   );
 }
 
-export function RollKeyDialog({ keyView, onClose, onRolled }: { keyView: KeyView | null; onClose: () => void; onRolled: () => void }) {
+export function RollKeyDialog({
+  keyView,
+  onClose,
+  onRolled,
+}: {
+  keyView: KeyView | null;
+  onClose: () => void;
+  onRolled: () => void;
+}) {
   const [grace, setGrace] = useState(3600);
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -141,8 +157,8 @@ export function RollKeyDialog({ keyView, onClose, onRolled }: { keyView: KeyView
       ) : (
         <form onSubmit={(e) => void submit(e)} className="form">
           <p className="muted">
-            Rolling creates a new key with the same name. The old key <code>{keyView?.hint}</code> keeps working
-            for a grace period so you can deploy the new one without downtime.
+            Rolling creates a new key with the same name. The old key <code>{keyView?.hint}</code> keeps
+            working for a grace period so you can deploy the new one without downtime.
           </p>
           <div className="field">
             <label htmlFor="grace">Old key stops working</label>
@@ -173,7 +189,15 @@ export function RollKeyDialog({ keyView, onClose, onRolled }: { keyView: KeyView
   );
 }
 
-export function RevokeKeyDialog({ keyView, onClose, onRevoked }: { keyView: KeyView | null; onClose: () => void; onRevoked: () => void }) {
+export function RevokeKeyDialog({
+  keyView,
+  onClose,
+  onRevoked,
+}: {
+  keyView: KeyView | null;
+  onClose: () => void;
+  onRevoked: () => void;
+}) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   useEffect(() => setError(null), [keyView]);
@@ -209,8 +233,8 @@ export function RevokeKeyDialog({ keyView, onClose, onRevoked }: { keyView: KeyV
       }
     >
       <p>
-        <strong>{keyView?.name}</strong> (<code>{keyView?.hint}</code>) will stop working immediately. Requests
-        using it are refused with <code>proxy_key_revoked</code>. This cannot be undone.
+        <strong>{keyView?.name}</strong> (<code>{keyView?.hint}</code>) will stop working immediately.
+        Requests using it are refused with <code>proxy_key_revoked</code>. This cannot be undone.
       </p>
       {error && (
         <div className="form-error" role="alert">

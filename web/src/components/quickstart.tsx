@@ -6,15 +6,26 @@ import { Tabs } from './tabs.js';
 export function CodeBlock({ code, label }: { code: string; label?: string }) {
   return (
     <div className="code-block">
+      <div className="code-head">
+        <span>{label}</span>
+        <CopyButton text={code} />
+      </div>
       <pre tabIndex={0} aria-label={label}>
         <code>{code}</code>
       </pre>
-      <CopyButton text={code} className="code-copy" />
     </div>
   );
 }
 
-export function Quickstart({ publicUrl, fullKey, only }: { publicUrl: string; fullKey: string | null; only?: string[] }) {
+export function Quickstart({
+  publicUrl,
+  fullKey,
+  only,
+}: {
+  publicUrl: string;
+  fullKey: string | null;
+  only?: string[];
+}) {
   const groups = buildSnippets(publicUrl, fullKey).filter((g) => !only || only.includes(g.id));
   const [groupId, setGroupId] = useState(groups[0]!.id);
   const group = groups.find((g) => g.id === groupId) ?? groups[0]!;

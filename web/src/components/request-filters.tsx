@@ -64,7 +64,11 @@ function DebouncedInput({
 
 export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyView[] }) {
   const set = (k: FilterKey, v: string): void => writeFilters({ ...filters, [k]: v || undefined });
-  const statusValue = filters.outcome ? `outcome:${filters.outcome}` : filters.status ? `status:${filters.status}` : '';
+  const statusValue = filters.outcome
+    ? `outcome:${filters.outcome}`
+    : filters.status
+      ? `status:${filters.status}`
+      : '';
   const active = FILTER_KEYS.some((k) => filters[k]);
   return (
     <div className="filters" role="search" aria-label="Filter requests">
@@ -92,7 +96,11 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
       </div>
       <div className="field field-inline">
         <label htmlFor="f-provider">Provider</label>
-        <select id="f-provider" value={filters.provider ?? ''} onChange={(e) => set('provider', e.target.value)}>
+        <select
+          id="f-provider"
+          value={filters.provider ?? ''}
+          onChange={(e) => set('provider', e.target.value)}
+        >
           <option value="">All providers</option>
           {Object.entries(PROVIDER_LABELS).map(([id, label]) => (
             <option key={id} value={id}>
@@ -134,7 +142,12 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
       </div>
       <div className="field field-inline">
         <label htmlFor="f-model">Model</label>
-        <DebouncedInput id="f-model" value={filters.model ?? ''} placeholder="e.g. gpt-4o-mini" onCommit={(v) => set('model', v)} />
+        <DebouncedInput
+          id="f-model"
+          value={filters.model ?? ''}
+          placeholder="e.g. gpt-4o-mini"
+          onCommit={(v) => set('model', v)}
+        />
       </div>
       <div className="field field-inline">
         <label htmlFor="f-property">Property</label>

@@ -1,4 +1,4 @@
-import { useEffect, useState, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { Link, useLocation } from '../router.js';
 import { useSession } from '../session.js';
 
@@ -7,7 +7,11 @@ const NAV = [
   { to: '/keys', label: 'Keys', icon: 'M15 7a4 4 0 1 1-3.9 5H8v3H5v-3H3V9h8.1A4 4 0 0 1 15 7z' },
   { to: '/requests', label: 'Requests', icon: 'M4 6h16M4 12h16M4 18h10' },
   { to: '/usage', label: 'Usage', icon: 'M4 20V10m6 10V4m6 16v-7m4 7H2' },
-  { to: '/settings', label: 'Settings', icon: 'M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm7.4-3a7.4 7.4 0 0 0-.1-1.3l2-1.6-2-3.4-2.4 1a7.5 7.5 0 0 0-2.2-1.3L14.3 3h-4.6l-.4 2.4a7.5 7.5 0 0 0-2.2 1.3l-2.4-1-2 3.4 2 1.6a7.4 7.4 0 0 0 0 2.6l-2 1.6 2 3.4 2.4-1a7.5 7.5 0 0 0 2.2 1.3l.4 2.4h4.6l.4-2.4a7.5 7.5 0 0 0 2.2-1.3l2.4 1 2-3.4-2-1.6c.1-.4.1-.9.1-1.3z' },
+  {
+    to: '/settings',
+    label: 'Settings',
+    icon: 'M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm7.4-3a7.4 7.4 0 0 0-.1-1.3l2-1.6-2-3.4-2.4 1a7.5 7.5 0 0 0-2.2-1.3L14.3 3h-4.6l-.4 2.4a7.5 7.5 0 0 0-2.2 1.3l-2.4-1-2 3.4 2 1.6a7.4 7.4 0 0 0 0 2.6l-2 1.6 2 3.4 2.4-1a7.5 7.5 0 0 0 2.2 1.3l.4 2.4h4.6l.4-2.4a7.5 7.5 0 0 0 2.2-1.3l2.4 1 2-3.4-2-1.6c.1-.4.1-.9.1-1.3z',
+  },
 ];
 
 export function Logo() {
@@ -37,7 +41,21 @@ export function Shell({ children }: { children: ReactNode }) {
   const { pathname } = useLocation();
   const { account, signOut } = useSession();
   const [menuOpen, setMenuOpen] = useState(false);
-  useEffect(() => setMenuOpen(false), [pathname]);
+  const first = useRef(true);
+  useEffect(() => {
+    setMenuOpen(false);
+    // After a client-side navigation, move focus to the new page as a full page load would.
+    if (first.current) first.current = false;
+    else document.getElementById('main')?.focus({ preventScroll: true });
+  }, [pathname]);
+  useEffect(() => {
+    if (!menuOpen) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') setMenuOpen(false);
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [menuOpen]);
 
   return (
     <div className="shell">
@@ -77,7 +95,14 @@ export function Shell({ children }: { children: ReactNode }) {
                   aria-current={isActive(n.to, pathname) ? 'page' : undefined}
                 >
                   <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-                    <path d={n.icon} stroke="currentColor" strokeWidth="1.8" fill="none" strokeLinejoin="round" strokeLinecap="round" />
+                    <path
+                      d={n.icon}
+                      stroke="currentColor"
+                      strokeWidth="1.8"
+                      fill="none"
+                      strokeLinejoin="round"
+                      strokeLinecap="round"
+                    />
                   </svg>
                   {n.label}
                 </Link>

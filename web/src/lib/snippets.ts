@@ -30,7 +30,8 @@ export function buildSnippets(publicUrl: string, key: string | null): SnippetGro
     {
       id: 'curl',
       label: 'curl',
-      description: 'Your provider key goes where it always did; keyrelay forwards it untouched and never stores it.',
+      description:
+        'Your provider key goes where it always did; keyrelay forwards it untouched and never stores it.',
       variants: [
         {
           id: 'curl-openai',
@@ -99,7 +100,8 @@ print(completion.choices[0].message.content)`,
     {
       id: 'anthropic-sdk',
       label: 'Anthropic SDK',
-      description: 'Point the official SDK at keyrelay and add one header. ANTHROPIC_API_KEY is read as usual.',
+      description:
+        'Point the official SDK at keyrelay and add one header. ANTHROPIC_API_KEY is read as usual.',
       variants: [
         {
           id: 'anthropic-node',

@@ -20,7 +20,8 @@ export function useAsync<T>(fn: () => Promise<T>, deps: readonly unknown[]): Asy
         if (mine === seq.current) setState({ data, loading: false });
       },
       (e: unknown) => {
-        if (mine === seq.current) setState({ error: e instanceof Error ? e : new Error(String(e)), loading: false });
+        if (mine === seq.current)
+          setState({ error: e instanceof Error ? e : new Error(String(e)), loading: false });
       },
     );
   }, [...deps, tick]);

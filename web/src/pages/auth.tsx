@@ -16,7 +16,8 @@ export function AuthPage({
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const signupOpen = info.signup === 'open';
+  // 'invite' still lets the very first account sign up here (bootstrap); the server refuses the rest.
+  const signupOpen = info.signup !== 'closed';
   const showSignup = mode === 'signup' && signupOpen;
 
   async function submit(e: FormEvent): Promise<void> {
@@ -49,11 +50,14 @@ export function AuthPage({
             ? 'You get a default key right away, ready to paste into your code.'
             : 'Logs, usage and keys for your OpenAI and Anthropic traffic.'}
         </p>
+        {showSignup && info.signup === 'invite' && (
+          <div className="callout small" role="note">
+            This server is invitation-only. Sign-up here works only for the first account.
+          </div>
+        )}
         {mode === 'signup' && !signupOpen ? (
           <div className="callout" role="status">
-            {info.signup === 'invite'
-              ? 'Sign-up on this server is by invitation. Ask your administrator for an account.'
-              : 'Sign-up is closed on this server. Ask your administrator for an account.'}
+            Sign-up is closed on this server. Ask your administrator for an account.
           </div>
         ) : (
           <form onSubmit={(e) => void submit(e)} className="form" noValidate={false}>
@@ -120,6 +124,11 @@ function describe(err: unknown): string {
       return 'Wrong email or password.';
     case 'too_many_attempts':
       return 'Too many attempts. Wait a minute, then try again.';
+    case 'signup_closed':
+      return 'Sign-up is closed on this server. Ask your administrator for an account.';
+    case 'weak_password':
+    case 'invalid_email':
+      return err.message;
     case 'email_taken':
       return 'An account with this email already exists. Try logging in.';
     default:

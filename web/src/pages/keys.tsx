@@ -137,7 +137,7 @@ export function KeysPage() {
         </EmptyState>
       ) : (
         <div className="table-wrap card">
-          <table className="table">
+          <table className="table table-stack">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -156,21 +156,35 @@ export function KeysPage() {
               ) : (
                 list.map((k) => (
                   <tr key={k.id} data-key-id={k.id}>
-                    <td>
-                      {k.status === 'active' ? <RenameCell k={k} onDone={keys.reload} /> : <span className="key-name">{k.name}</span>}
+                    <td className="stack-title">
+                      {k.status === 'active' ? (
+                        <RenameCell k={k} onDone={keys.reload} />
+                      ) : (
+                        <span className="key-name">{k.name}</span>
+                      )}
                     </td>
-                    <td>
+                    <td data-label="Key">
                       <code className="key-hint">{k.hint}</code>
                     </td>
-                    <td title={formatDateTime(k.created_at)}>{formatDate(k.created_at)}</td>
-                    <td title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>{formatRelative(k.last_used_at)}</td>
-                    <td>
-                      <KeyStatusBadge status={k.status} />
-                      {k.status === 'active' && k.expires_at && (
-                        <span className="muted small expires" title={formatDateTime(k.expires_at)}>
-                          expires {formatRelative(k.expires_at)}
-                        </span>
-                      )}
+                    <td data-label="Created" className="nowrap" title={formatDateTime(k.created_at)}>
+                      {formatDate(k.created_at)}
+                    </td>
+                    <td
+                      data-label="Last used"
+                      className="nowrap"
+                      title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}
+                    >
+                      {formatRelative(k.last_used_at)}
+                    </td>
+                    <td data-label="Status">
+                      <span className="status-cell">
+                        <KeyStatusBadge status={k.status} />
+                        {k.status === 'active' && k.expires_at && (
+                          <span className="muted small" title={formatDateTime(k.expires_at)}>
+                            expires {formatRelative(k.expires_at)}
+                          </span>
+                        )}
+                      </span>
                     </td>
                     <td className="actions-cell">
                       {k.status === 'active' && (
@@ -201,7 +215,11 @@ export function KeysPage() {
           </table>
         </div>
       )}
-      <CreateKeyDialog open={dialog?.kind === 'create'} onClose={() => setDialog(null)} onCreated={keys.reload} />
+      <CreateKeyDialog
+        open={dialog?.kind === 'create'}
+        onClose={() => setDialog(null)}
+        onCreated={keys.reload}
+      />
       <RollKeyDialog
         keyView={dialog?.kind === 'roll' ? dialog.key : null}
         onClose={() => setDialog(null)}

@@ -3,7 +3,14 @@ import { Link } from '../router.js';
 
 export function NotFoundPage() {
   return (
-    <EmptyState title="Page not found" action={<Link to="/" className="btn btn-secondary">Back to overview</Link>}>
+    <EmptyState
+      title="Page not found"
+      action={
+        <Link to="/" className="btn btn-secondary">
+          Back to overview
+        </Link>
+      }
+    >
       There is nothing at this address.
     </EmptyState>
   );

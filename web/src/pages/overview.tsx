@@ -15,7 +15,11 @@ function LastDayStats() {
   const stats = useAsync(async () => {
     const to = new Date();
     const from = new Date(to.getTime() - DAY_MS);
-    const { points } = await api.usageSeries({ bucket: 'hour', from: from.toISOString(), to: to.toISOString() });
+    const { points } = await api.usageSeries({
+      bucket: 'hour',
+      from: from.toISOString(),
+      to: to.toISOString(),
+    });
     let requests = 0;
     let errors = 0;
     let tokens = 0;
@@ -74,8 +78,8 @@ function DefaultKeyCard() {
           </button>
         </div>
         <p className="muted">
-          Send it in the <code>proxy-api-key</code> header with every request. Your provider key stays where it
-          is.
+          Send it in the <code>proxy-api-key</code> header with every request. Your provider key stays where
+          it is.
         </p>
         <KeyReveal value={revealedKey.key} label="Your default key" />
       </section>

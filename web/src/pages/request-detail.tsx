@@ -73,7 +73,9 @@ function Detail({ r }: { r: RequestLogRow }) {
   const keys = useAsync(() => api.listKeys(), []);
   const key = keys.data?.keys.find((k) => k.id === r.key_id);
   const props = Object.entries(r.properties ?? {});
-  const contentType = Object.entries(r.response_headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1];
+  const contentType = Object.entries(r.response_headers).find(
+    ([k]) => k.toLowerCase() === 'content-type',
+  )?.[1];
   const n = (v: number | null) => (v === null ? <span className="muted">—</span> : formatNumber(v));
 
   return (
@@ -94,8 +96,8 @@ function Detail({ r }: { r: RequestLogRow }) {
                 · <code>{r.error_code}</code>
               </>
             )}{' '}
-            · {PROVIDER_LABELS[r.provider] ?? r.provider} · {r.model ?? 'no model'} {r.stream && <Badge tone="blue">stream</Badge>} ·{' '}
-            {formatDateTime(r.created_at)}
+            · {PROVIDER_LABELS[r.provider] ?? r.provider} · {r.model ?? 'no model'}{' '}
+            {r.stream && <Badge tone="blue">stream</Badge>} · {formatDateTime(r.created_at)}
           </p>
         </div>
         <code className="muted small request-id" title="x-keyrelay-request-id">
@@ -122,7 +124,12 @@ function Detail({ r }: { r: RequestLogRow }) {
               ['Cache write', n(r.cache_write_tokens)],
               ['Output tokens', n(r.output_tokens)],
               ['Reasoning', n(r.reasoning_tokens)],
-              ['Source', <span key="s" title={USAGE_SOURCE_TEXT[r.usage_source]}>{r.usage_source}</span>],
+              [
+                'Source',
+                <span key="s" title={USAGE_SOURCE_TEXT[r.usage_source]}>
+                  {r.usage_source}
+                </span>,
+              ],
             ]}
           />
         </Card>
@@ -144,7 +151,14 @@ function Detail({ r }: { r: RequestLogRow }) {
               ['Session', r.session ?? <span className="muted">—</span>],
               ['Client IP', r.client_ip ?? <span className="muted">—</span>],
               ['User agent', r.user_agent ?? <span className="muted">—</span>],
-              ['Credential', r.credential_fingerprint ? <code key="c">{r.credential_fingerprint.slice(0, 12)}…</code> : '—'],
+              [
+                'Credential',
+                r.credential_fingerprint ? (
+                  <code key="c">{r.credential_fingerprint.slice(0, 12)}…</code>
+                ) : (
+                  '—'
+                ),
+              ],
             ]}
           />
         </Card>
@@ -164,7 +178,12 @@ function Detail({ r }: { r: RequestLogRow }) {
         </section>
       )}
 
-      <BodyView id="req-body" title="Request body" body={r.request_body} truncated={r.request_body_truncated} />
+      <BodyView
+        id="req-body"
+        title="Request body"
+        body={r.request_body}
+        truncated={r.request_body_truncated}
+      />
       <BodyView
         id="res-body"
         title="Response body"
@@ -189,7 +208,14 @@ export function RequestDetailPage({ id }: { id: string }) {
   const req = useAsync(() => api.getRequest(id), [id]);
   if (req.error instanceof ApiError && req.error.status === 404) {
     return (
-      <EmptyState title="Request not found" action={<Link to="/requests" className="btn btn-secondary">Back to requests</Link>}>
+      <EmptyState
+        title="Request not found"
+        action={
+          <Link to="/requests" className="btn btn-secondary">
+            Back to requests
+          </Link>
+        }
+      >
         It may have been pruned by retention, or it belongs to another account.
       </EmptyState>
     );

@@ -3,7 +3,13 @@ import { api, type RequestQuery, type RequestSummary } from '../api.js';
 import { StatusBadge } from '../components/badge.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
-import { RANGES, readFilters, RequestFilters, writeFilters, type Filters } from '../components/request-filters.js';
+import {
+  RANGES,
+  readFilters,
+  RequestFilters,
+  writeFilters,
+  type Filters,
+} from '../components/request-filters.js';
 import { EmptyState, ErrorState, SkeletonRows, Spinner } from '../components/states.js';
 import { formatCost, formatDateTime, formatMs, formatNumber, PROVIDER_LABELS } from '../lib/format.js';
 import { useAsync } from '../lib/use-async.js';
@@ -31,7 +37,9 @@ function Tokens({ r }: { r: RequestSummary }) {
   return (
     <span title={`usage: ${r.usage_source}`}>
       {formatNumber(r.input_tokens)} <span className="muted">/</span> {formatNumber(r.output_tokens)}
-      {r.usage_source === 'estimated' || r.usage_source === 'partial' ? <span className="muted"> ~</span> : null}
+      {r.usage_source === 'estimated' || r.usage_source === 'partial' ? (
+        <span className="muted"> ~</span>
+      ) : null}
     </span>
   );
 }
@@ -102,7 +110,11 @@ export function RequestsPage() {
           <EmptyState title="No requests yet">
             Make your first call through keyrelay and it shows up here within a second or two.
           </EmptyState>
-          <Quickstart publicUrl={info.public_url} fullKey={revealedKey?.key ?? null} only={['curl', 'openai-sdk', 'anthropic-sdk']} />
+          <Quickstart
+            publicUrl={info.public_url}
+            fullKey={revealedKey?.key ?? null}
+            only={['curl', 'openai-sdk', 'anthropic-sdk']}
+          />
         </div>
       ) : (
         <>
@@ -131,26 +143,38 @@ export function RequestsPage() {
                   <SkeletonRows cols={8} rows={8} />
                 ) : (
                   rows.map((r) => (
-                    <tr key={r.id} className="clickable" onClick={() => navigate(`/requests/${encodeURIComponent(r.id)}`)}>
-                      <td className="nowrap">
-                        <Link to={`/requests/${encodeURIComponent(r.id)}`} onClick={(e) => e.stopPropagation()}>
+                    <tr
+                      key={r.id}
+                      className="clickable"
+                      onClick={() => navigate(`/requests/${encodeURIComponent(r.id)}`)}
+                    >
+                      <td className="nowrap c-time">
+                        <Link
+                          className="row-link"
+                          to={`/requests/${encodeURIComponent(r.id)}`}
+                          onClick={(e) => e.stopPropagation()}
+                        >
                           {formatDateTime(r.created_at)}
                         </Link>
                       </td>
-                      <td>{keyNames.get(r.key_id) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>}</td>
-                      <td>{PROVIDER_LABELS[r.provider] ?? r.provider}</td>
-                      <td className="model-cell">
+                      <td className="c-key">
+                        {keyNames.get(r.key_id) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>}
+                      </td>
+                      <td className="c-provider">{PROVIDER_LABELS[r.provider] ?? r.provider}</td>
+                      <td className="model-cell c-model">
                         {r.model ?? <span className="muted">{r.path}</span>}
                         {r.stream && <span className="tag">stream</span>}
                       </td>
-                      <td>
+                      <td className="c-status">
                         <StatusBadge status={r.status} outcome={r.outcome} />
                       </td>
-                      <td className="num nowrap">
+                      <td className="num nowrap c-tokens">
                         <Tokens r={r} />
                       </td>
-                      <td className={`num nowrap ${r.cost_usd === null ? 'muted' : ''}`}>{formatCost(r.cost_usd)}</td>
-                      <td className="num nowrap">{formatMs(r.latency_ms)}</td>
+                      <td className={`num nowrap c-cost ${r.cost_usd === null ? 'muted' : ''}`}>
+                        {formatCost(r.cost_usd)}
+                      </td>
+                      <td className="num nowrap c-latency">{formatMs(r.latency_ms)}</td>
                     </tr>
                   ))
                 )}
@@ -164,11 +188,17 @@ export function RequestsPage() {
               </span>
             )}
             {cursor ? (
-              <button type="button" className="btn btn-secondary" disabled={moreBusy} onClick={() => void loadMore()}>
+              <button
+                type="button"
+                className="btn btn-secondary"
+                disabled={moreBusy}
+                onClick={() => void loadMore()}
+              >
                 {moreBusy ? 'Loading…' : 'Load more'}
               </button>
             ) : (
-              first.data && rows.length > 0 && <span className="muted small">{rows.length} requests · end of log</span>
+              first.data &&
+              rows.length > 0 && <span className="muted small">{rows.length} requests · end of log</span>
             )}
           </div>
         </>

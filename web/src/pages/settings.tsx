@@ -39,15 +39,38 @@ function PasswordForm() {
     <form className="form form-narrow" onSubmit={(e) => void submit(e)}>
       <div className="field">
         <label htmlFor="current-password">Current password</label>
-        <input id="current-password" type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
+        <input
+          id="current-password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={current}
+          onChange={(e) => setCurrent(e.target.value)}
+        />
       </div>
       <div className="field">
         <label htmlFor="new-password">New password</label>
-        <input id="new-password" type="password" autoComplete="new-password" required minLength={8} value={next} onChange={(e) => setNext(e.target.value)} />
+        <input
+          id="new-password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={8}
+          value={next}
+          onChange={(e) => setNext(e.target.value)}
+        />
       </div>
       <div className="field">
         <label htmlFor="confirm-password">Confirm new password</label>
-        <input id="confirm-password" type="password" autoComplete="new-password" required minLength={8} value={confirm} onChange={(e) => setConfirm(e.target.value)} />
+        <input
+          id="confirm-password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={8}
+          value={confirm}
+          onChange={(e) => setConfirm(e.target.value)}
+        />
       </div>
       {status && (
         <div className={status.ok ? 'form-success' : 'form-error'} role={status.ok ? 'status' : 'alert'}>

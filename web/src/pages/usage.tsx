@@ -9,7 +9,17 @@ import { formatCompact, formatCost, formatMs, formatNumber } from '../lib/format
 import { useAsync } from '../lib/use-async.js';
 import { Link, navigate, useLocation } from '../router.js';
 
-function Breakdown({ title, rows, label, linkFor }: { title: string; rows: UsageBreakdownRow[]; label: (g: string) => string; linkFor: (g: string) => string }) {
+function Breakdown({
+  title,
+  rows,
+  label,
+  linkFor,
+}: {
+  title: string;
+  rows: UsageBreakdownRow[];
+  label: (g: string) => string;
+  linkFor: (g: string) => string;
+}) {
   const max = Math.max(1, ...rows.map((r) => r.requests));
   const sorted = [...rows].sort((a, b) => b.requests - a.requests);
   return (
@@ -19,40 +29,57 @@ function Breakdown({ title, rows, label, linkFor }: { title: string; rows: Usage
         <p className="muted small">No traffic in this range.</p>
       ) : (
         <div className="table-wrap">
-          <table className="table table-compact">
+          <table className="table table-compact table-stack">
             <thead>
               <tr>
                 <th scope="col">{title.replace('By ', '').replace(/^./, (c) => c.toUpperCase())}</th>
-                <th scope="col" className="num">Requests</th>
-                <th scope="col" className="num">Tokens in / out</th>
-                <th scope="col" className="num">Cost</th>
-                <th scope="col" className="num">p95</th>
+                <th scope="col" className="num">
+                  Requests
+                </th>
+                <th scope="col" className="num">
+                  Tokens in / out
+                </th>
+                <th scope="col" className="num">
+                  Cost
+                </th>
+                <th scope="col" className="num">
+                  p95
+                </th>
               </tr>
             </thead>
             <tbody>
               {sorted.map((r) => (
                 <tr key={r.group}>
-                  <td>
+                  <td className="stack-title">
                     <Link to={linkFor(r.group)}>{label(r.group)}</Link>
                     <span className="bar" aria-hidden="true">
                       <span style={{ width: `${(r.requests / max) * 100}%` }} />
                     </span>
                   </td>
-                  <td className="num">{formatNumber(r.requests)}</td>
-                  <td className="num nowrap">
+                  <td className="num" data-label="Requests">
+                    {formatNumber(r.requests)}
+                  </td>
+                  <td className="num nowrap" data-label="Tokens in / out">
                     {formatCompact(r.input_tokens)} / {formatCompact(r.output_tokens)}
                   </td>
-                  <td className="num nowrap">
+                  <td className="num nowrap" data-label="Cost">
                     {r.unknown_cost_requests === r.requests ? (
                       <span className="muted">unknown</span>
                     ) : (
                       <>
                         {formatCost(r.cost_usd)}
-                        {r.unknown_cost_requests > 0 && <span className="muted small" title="requests without a known price"> +{r.unknown_cost_requests}?</span>}
+                        {r.unknown_cost_requests > 0 && (
+                          <span className="muted small" title="requests without a known price">
+                            {' '}
+                            +{r.unknown_cost_requests}?
+                          </span>
+                        )}
                       </>
                     )}
                   </td>
-                  <td className="num nowrap">{formatMs(r.latency_p95_ms)}</td>
+                  <td className="num nowrap" data-label="Latency p95">
+                    {formatMs(r.latency_p95_ms)}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -65,7 +92,8 @@ function Breakdown({ title, rows, label, linkFor }: { title: string; rows: Usage
 
 export function UsagePage() {
   const { query, search } = useLocation();
-  const rangeId = (query.get('range') ?? '24h') in USAGE_RANGES ? ((query.get('range') ?? '24h') as UsageRange) : '24h';
+  const rangeId =
+    (query.get('range') ?? '24h') in USAGE_RANGES ? ((query.get('range') ?? '24h') as UsageRange) : '24h';
   const range = USAGE_RANGES[rangeId];
 
   const data = useAsync(async () => {

@@ -1,0 +1,96 @@
+import { calcPrice } from '@pydantic/genai-prices';
+import { describe, expect, it } from 'vitest';
+import { computeCost, PRICE_SOURCE } from './cost.js';
+import type { Usage } from './types.js';
+
+function usage(partial: Partial<Usage>): Usage {
+  return {
+    input_tokens: 1000,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    output_tokens: 200,
+    reasoning_tokens: null,
+    source: 'provider',
+    model: null,
+    ...partial,
+  };
+}
+
+describe('computeCost', () => {
+  const cases: Array<['openai' | 'anthropic', string, Partial<Usage>]> = [
+    ['openai', 'gpt-4o', { input_tokens: 1200, cache_read_tokens: 1024, output_tokens: 300 }],
+    ['openai', 'gpt-4o-mini', { input_tokens: 5000, output_tokens: 50 }],
+    ['openai', 'gpt-4o-2024-08-06', { input_tokens: 10, output_tokens: 10 }],
+    ['openai', 'o3-mini', { input_tokens: 100, output_tokens: 2000, reasoning_tokens: 1500 }],
+    ['openai', 'text-embedding-3-small', { input_tokens: 4321, output_tokens: 0 }],
+    [
+      'anthropic',
+      'claude-sonnet-4-20250514',
+      { input_tokens: 4740, cache_write_tokens: 4735, output_tokens: 255 },
+    ],
+    [
+      'anthropic',
+      'claude-sonnet-4-5',
+      { input_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 5, output_tokens: 42 },
+    ],
+    [
+      'anthropic',
+      'claude-3-5-haiku-20241022',
+      { input_tokens: 2003, cache_write_tokens: 2000, output_tokens: 9 },
+    ],
+  ];
+
+  it('equals what the library computes for the same usage, cache reads and writes included', () => {
+    for (const [provider, model, partial] of cases) {
+      const u = usage(partial);
+      const direct = calcPrice(
+        {
+          input_tokens: u.input_tokens!,
+          output_tokens: u.output_tokens!,
+          cache_read_tokens: u.cache_read_tokens!,
+          cache_write_tokens: u.cache_write_tokens!,
+        },
+        model,
+        { providerId: provider },
+      );
+      expect(direct, model).not.toBeNull();
+      const got = computeCost(provider, model, u);
+      expect(got.cost_usd, model).toBeCloseTo(direct!.total_price, 12);
+      expect(got.cost_usd, model).toBeGreaterThan(0);
+      expect(got.price_source).toBe(PRICE_SOURCE);
+    }
+  });
+
+  it('charges cached OpenAI tokens at the cache-read rate, inside input_tokens', () => {
+    const plain = computeCost('openai', 'gpt-4o', usage({ input_tokens: 1000, output_tokens: 0 })).cost_usd!;
+    const cached = computeCost(
+      'openai',
+      'gpt-4o',
+      usage({ input_tokens: 1000, cache_read_tokens: 1000, output_tokens: 0 }),
+    ).cost_usd!;
+    expect(cached).toBeCloseTo(plain / 2, 12); // gpt-4o: cached input at half price
+  });
+
+  it('names the library and its version as the price source', () => {
+    expect(PRICE_SOURCE).toMatch(/^genai-prices@\d+\.\d+\.\d+/);
+  });
+
+  it('returns null, never zero, for unknown models or unknown token counts', () => {
+    expect(computeCost('openai', 'my-private-finetune-xyz', usage({}))).toEqual({
+      cost_usd: null,
+      price_source: null,
+    });
+    expect(computeCost('openai', 'my-private-finetune-xyz', usage({}))).toEqual({
+      cost_usd: null,
+      price_source: null,
+    });
+    expect(computeCost('anthropic', null, usage({}))).toEqual({ cost_usd: null, price_source: null });
+    expect(computeCost('openai', 'gpt-4o', usage({ input_tokens: null }))).toEqual({
+      cost_usd: null,
+      price_source: null,
+    });
+    expect(
+      computeCost('openai', 'gpt-4o', usage({ input_tokens: 5, cache_read_tokens: 10 })).cost_usd,
+    ).toBeNull();
+  });
+});

@@ -1,0 +1,149 @@
+import { Readable } from 'node:stream';
+import zlib from 'node:zlib';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseRequestInfo } from './request-info.js';
+import { createUsageStripper, injectStreamUsage } from './stream-usage.js';
+import { openAIChatStream } from './test-streams.js';
+
+function info(body: unknown, path = '/v1/chat/completions', provider: 'openai' | 'anthropic' = 'openai') {
+  const raw = Buffer.from(JSON.stringify(body));
+  return { raw, info: parseRequestInfo(provider, path, raw, 'application/json') };
+}
+
+async function strip(chunks: Buffer[], encoding?: string): Promise<Buffer> {
+  const out: Buffer[] = [];
+  const stripper = createUsageStripper(encoding);
+  stripper.on('data', (b: Buffer) => out.push(b));
+  await new Promise<void>((resolve, reject) => {
+    stripper.on('end', resolve);
+    stripper.on('error', reject);
+    Readable.from(chunks).pipe(stripper);
+  });
+  return Buffer.concat(out);
+}
+
+function* splits(bytes: Buffer): Generator<Buffer[]> {
+  for (let k = 0; k <= bytes.length; k++) yield [bytes.subarray(0, k), bytes.subarray(k)];
+  yield Array.from(bytes, (_b, i) => bytes.subarray(i, i + 1));
+}
+
+describe('injectStreamUsage', () => {
+  it('adds include_usage as a new first member, leaving every other byte as sent', () => {
+    const raw = Buffer.from('  {"model":"gpt-4o","stream":true,"seed":12345678901234567890,"messages":[]}');
+    const { info: req } = {
+      info: parseRequestInfo('openai', '/v1/chat/completions', raw, 'application/json'),
+    };
+    const out = injectStreamUsage(req, raw)!;
+    expect(out.toString()).toBe(
+      '  {"stream_options":{"include_usage":true},"model":"gpt-4o","stream":true,"seed":12345678901234567890,"messages":[]}',
+    );
+  });
+
+  it('rewrites stream_options that exist without include_usage, keeping their other options', () => {
+    const { raw, info: req } = info({
+      model: 'gpt-4o',
+      stream: true,
+      stream_options: { include_obfuscation: false },
+    });
+    expect(JSON.parse(injectStreamUsage(req, raw)!.toString())).toEqual({
+      model: 'gpt-4o',
+      stream: true,
+      stream_options: { include_obfuscation: false, include_usage: true },
+    });
+    const nulled = info({ model: 'gpt-4o', stream: true, stream_options: null });
+    expect(JSON.parse(injectStreamUsage(nulled.info, nulled.raw)!.toString()).stream_options).toEqual({
+      include_usage: true,
+    });
+  });
+
+  it('leaves requests alone that already ask for usage, do not stream, or are not chat completions', () => {
+    const cases = [
+      info({ model: 'gpt-4o', stream: true, stream_options: { include_usage: true } }),
+      info({ model: 'gpt-4o', stream: false }),
+      info({ model: 'gpt-4o', messages: [] }),
+      info({ model: 'gpt-4o', stream: true, input: 'x' }, '/v1/responses'),
+      info({ model: 'claude-sonnet-4-0', stream: true }, '/v1/messages', 'anthropic'),
+    ];
+    for (const c of cases) expect(injectStreamUsage(c.info, c.raw)).toBeNull();
+    const notJson = parseRequestInfo(
+      'openai',
+      '/v1/chat/completions',
+      Buffer.from('{"stream":true'),
+      'application/json',
+    );
+    expect(injectStreamUsage(notJson, Buffer.from('{"stream":true'))).toBeNull();
+  });
+});
+
+describe('createUsageStripper', () => {
+  const withUsage = Buffer.from(openAIChatStream({ includeUsage: true }));
+  const without = Buffer.from(openAIChatStream({ includeUsage: false }));
+
+  it('gives the caller exactly the stream it would have got without include_usage, however it is split', async () => {
+    expect(withUsage.equals(without)).toBe(false);
+    for (const chunks of splits(withUsage)) expect((await strip(chunks)).equals(without)).toBe(true);
+  });
+
+  it('is exact with CRLF and CR line endings', async () => {
+    for (const eol of ['\r\n', '\r']) {
+      const w = Buffer.from(openAIChatStream({ includeUsage: true }).replace(/\n/g, eol));
+      const wo = Buffer.from(openAIChatStream({ includeUsage: false }).replace(/\n/g, eol));
+      for (const chunks of splits(w)) expect((await strip(chunks)).toString()).toBe(wo.toString());
+    }
+  });
+
+  it('decodes a gzip or br upstream body and sends identity bytes equal to the plain stream', async () => {
+    for (const [encoding, packed] of [
+      ['gzip', zlib.gzipSync(withUsage)],
+      ['br', zlib.brotliCompressSync(withUsage)],
+    ] as const) {
+      for (const chunks of splits(packed)) expect((await strip(chunks, encoding)).equals(without)).toBe(true);
+    }
+  });
+
+  it('is exact for arbitrary content, whitespace and member orders', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.string({ unit: 'grapheme' }), { minLength: 0, maxLength: 6 }),
+        fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 30 }),
+        async (deltas, cuts) => {
+          const w = Buffer.from(openAIChatStream({ includeUsage: true, deltas }));
+          const wo = Buffer.from(openAIChatStream({ includeUsage: false, deltas }));
+          const chunks: Buffer[] = [];
+          let at = 0;
+          for (const n of cuts) {
+            chunks.push(w.subarray(at, at + n));
+            at += n;
+          }
+          chunks.push(w.subarray(at));
+          expect((await strip(chunks)).equals(wo)).toBe(true);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    const firstMember =
+      'data: {"usage":null, "id":"x","choices":[{"delta":{"content":"\\"usage\\":null"}}]}\n\n';
+    expect((await strip([Buffer.from(firstMember)])).toString()).toBe(
+      'data: {"id":"x","choices":[{"delta":{"content":"\\"usage\\":null"}}]}\n\n',
+    );
+    const spaced = 'data: {"id":"x", "choices": [], "usage" : {"prompt_tokens": 1}}\n\ndata: [DONE]\n\n';
+    expect((await strip([Buffer.from(spaced)])).toString()).toBe('data: [DONE]\n\n');
+  });
+
+  it('emits each event as soon as its blank line arrives', async () => {
+    const stripper = createUsageStripper(undefined);
+    const seen: string[] = [];
+    stripper.on('data', (b: Buffer) => seen.push(b.toString()));
+    const first = without.subarray(0, without.indexOf('\n\n') + 2);
+    stripper.write(withUsage.subarray(0, withUsage.indexOf('\n\n') + 2));
+    stripper.write(withUsage.subarray(withUsage.indexOf('\n\n') + 2, withUsage.indexOf('\n\n') + 9));
+    await new Promise((r) => setImmediate(r));
+    expect(seen.join('')).toBe(first.toString());
+    stripper.destroy();
+  });
+
+  it('fails the stream on a corrupt compressed body instead of passing garbage', async () => {
+    await expect(strip([Buffer.from('not gzip at all')], 'gzip')).rejects.toThrow();
+  });
+});

@@ -1,0 +1,440 @@
+/**
+ * The console in a real browser, driven the way a new user uses it: sign up, copy the default key, call
+ * keyrelay with the official SDKs, find those calls in the log, open one, look at usage, revoke the key and
+ * watch the SDK get refused. keyrelay runs as its CLI does (`serve` in a child process) against fake
+ * upstreams. Screenshots of every page at 1280 and 390 px go to test-results/screenshots/.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { calcPrice } from '@pydantic/genai-prices';
+import OpenAI from 'openai';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatCost, formatNumber } from '../web/src/lib/format.js';
+import {
+  DEFAULT_ANTHROPIC_USAGE,
+  DEFAULT_OPENAI_USAGE,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from './fakes/index.js';
+import type { FakeUpstream } from './fakes/index.js';
+import { findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
+
+const EMAIL = 'ada@example.com';
+const PASSWORD = 'correct horse battery staple';
+const NEW_PASSWORD = 'a different long passphrase';
+const OPENAI_MODEL = 'gpt-4o-mini';
+const ANTHROPIC_MODEL = 'claude-3-5-haiku-latest';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < until) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      lastError = e;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(
+    `timed out waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ''}`,
+  );
+}
+
+interface Keyrelay {
+  url: string;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+/** `keyrelay serve` as a user runs it, on a fresh data dir. */
+async function startKeyrelay(env: Record<string, string>): Promise<Keyrelay> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let output = '';
+  const proc: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: join(import.meta.dirname, '..'),
+    env: {
+      ...process.env,
+      KEYRELAY_HOST: '127.0.0.1',
+      KEYRELAY_PORT: String(port),
+      KEYRELAY_LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  try {
+    await waitFor('keyrelay to answer /healthz', async () => {
+      if (proc.exitCode !== null) throw new Error(`keyrelay exited (${proc.exitCode}): ${output}`);
+      const res = await fetch(`${url}/healthz`);
+      return res.ok;
+    });
+  } catch (e) {
+    proc.kill('SIGKILL');
+    throw e;
+  }
+  return {
+    url,
+    output: () => output,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function expectedCost(
+  provider: 'openai' | 'anthropic',
+  model: string,
+  u: { input: number; output: number; cacheRead: number; cacheWrite: number },
+): number {
+  const usage: Record<string, number> = { input_tokens: u.input, output_tokens: u.output };
+  if (u.cacheRead > 0) usage.cache_read_tokens = u.cacheRead;
+  if (u.cacheWrite > 0) usage.cache_write_tokens = u.cacheWrite;
+  const price = calcPrice(usage, model, { providerId: provider });
+  if (!price) throw new Error(`genai-prices has no price for ${model}`);
+  return price.total_price;
+}
+
+// SPEC §5: input_tokens counts every prompt token, cache reads and writes included.
+const EXPECTED = {
+  openai: {
+    input: DEFAULT_OPENAI_USAGE.prompt_tokens,
+    output: DEFAULT_OPENAI_USAGE.completion_tokens,
+    cacheRead: DEFAULT_OPENAI_USAGE.cached_tokens ?? 0,
+    cacheWrite: 0,
+  },
+  anthropic: {
+    input:
+      DEFAULT_ANTHROPIC_USAGE.input_tokens +
+      (DEFAULT_ANTHROPIC_USAGE.cache_read_input_tokens ?? 0) +
+      (DEFAULT_ANTHROPIC_USAGE.cache_creation_input_tokens ?? 0),
+    output: DEFAULT_ANTHROPIC_USAGE.output_tokens,
+    cacheRead: DEFAULT_ANTHROPIC_USAGE.cache_read_input_tokens ?? 0,
+    cacheWrite: DEFAULT_ANTHROPIC_USAGE.cache_creation_input_tokens ?? 0,
+  },
+};
+
+const chromium = findChromium();
+if (!chromium) console.warn('console.e2e: no Chromium installed (apt-get install chromium); skipping');
+
+describe.skipIf(!chromium)('web console, as a new user uses it', () => {
+  let openaiFake: FakeUpstream;
+  let anthropicFake: FakeUpstream;
+  let kr: Keyrelay;
+  let dataDir: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const pageErrors: string[] = [];
+  let key = '';
+  let streamedText = '';
+  let base = '';
+
+  const sdk = () => ({
+    openai: new OpenAI({
+      apiKey: 'sk-fake-openai',
+      baseURL: `${base}/api/proxy/openai/v1`,
+      defaultHeaders: { 'proxy-api-key': key },
+      maxRetries: 0,
+    }),
+    anthropic: new Anthropic({
+      apiKey: 'sk-ant-fake',
+      baseURL: `${base}/api/proxy/anthropic`,
+      defaultHeaders: { 'proxy-api-key': key },
+      maxRetries: 0,
+    }),
+  });
+
+  beforeAll(async () => {
+    openaiFake = await startFakeOpenAI();
+    anthropicFake = await startFakeAnthropic();
+    dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-e2e-'));
+    kr = await startKeyrelay({
+      KEYRELAY_DATA_DIR: dataDir,
+      KEYRELAY_OPENAI_UPSTREAM: openaiFake.url,
+      KEYRELAY_ANTHROPIC_UPSTREAM: anthropicFake.url,
+      KEYRELAY_LOG_FLUSH_MS: '100',
+    });
+    base = kr.url;
+    browser = await launchBrowser();
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().includes('401')) pageErrors.push(m.text());
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await kr?.stop();
+    await openaiFake?.close();
+    await anthropicFake?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('sends a visitor to the login page and lets them sign up', async () => {
+    await page.goto(`${base}/requests`);
+    await page.getByRole('heading', { name: 'Log in to keyrelay' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/login');
+    await screenshotBothWidths(page, 'login');
+
+    await page.getByRole('link', { name: 'Create an account' }).click();
+    await page.getByRole('heading', { name: 'Create your account' }).waitFor();
+    await screenshotBothWidths(page, 'signup');
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Create account' }).click();
+
+    key = (await page.getByTestId('full-key').textContent({ timeout: 10_000 })) ?? '';
+    expect(key).toMatch(/^kr_[0-9A-Za-z]{49}$/);
+    expect(await page.getByText("you won't see this key again").count()).toBe(1);
+  });
+
+  it('fills the quickstart with the real base URL and the new key', async () => {
+    const snippet = (await page.locator('.quickstart pre').textContent()) ?? '';
+    expect(snippet).toContain(`${base}/api/proxy/openai/v1/chat/completions`);
+    expect(snippet).toContain(key);
+    await page.getByRole('tab', { name: 'Anthropic SDK' }).click();
+    const anthropicSnippet = (await page.locator('.quickstart pre').textContent()) ?? '';
+    expect(anthropicSnippet).toContain(`baseURL: '${base}/api/proxy/anthropic'`);
+    await page.getByRole('tab', { name: 'Tools & env vars' }).click();
+    expect(await page.locator('.quickstart pre').textContent()).toContain(
+      `ANTHROPIC_CUSTOM_HEADERS="proxy-api-key: ${key}"`,
+    );
+    await page.getByRole('tab', { name: 'curl' }).click();
+    await screenshotBothWidths(page, 'overview-new-key');
+  });
+
+  it('shows an empty request log that explains how to make the first call', async () => {
+    await page.getByRole('link', { name: 'Requests' }).first().click();
+    await page.getByText('No requests yet').waitFor();
+    expect(await page.locator('.quickstart pre').textContent()).toContain(key);
+    await screenshotBothWidths(page, 'requests-empty');
+  });
+
+  it('logs OpenAI and Anthropic SDK calls, streamed and not, with tokens and cost', async () => {
+    const { openai, anthropic } = sdk();
+    const completion = await openai.chat.completions.create({
+      model: OPENAI_MODEL,
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
+    expect(completion.choices[0]?.message.content).toBeTruthy();
+
+    const stream = await openai.chat.completions.create({
+      model: OPENAI_MODEL,
+      messages: [{ role: 'user', content: 'Stream a hello' }],
+      stream: true,
+    });
+    for await (const chunk of stream) streamedText += chunk.choices[0]?.delta?.content ?? '';
+    expect(streamedText.length).toBeGreaterThan(0);
+
+    const message = await anthropic.messages.create({
+      model: ANTHROPIC_MODEL,
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
+    expect(message.content.length).toBeGreaterThan(0);
+    const astream = anthropic.messages.stream({
+      model: ANTHROPIC_MODEL,
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Stream a hello' }],
+    });
+    await astream.finalMessage();
+
+    // The page polls nothing by itself: refresh until the write-behind log has all four rows.
+    await page.goto(`${base}/requests`);
+    const rows = page.locator('table.requests-table tbody tr');
+    await waitFor('four rows in the request log', async () => {
+      if ((await rows.count()) >= 4) return true;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(300);
+      return false;
+    });
+    expect(await rows.count()).toBe(4);
+
+    const api = await context.request.get(`${base}/api/console/requests`);
+    expect(api.ok()).toBe(true);
+    const { items } = (await api.json()) as {
+      items: {
+        id: string;
+        provider: 'openai' | 'anthropic';
+        model: string;
+        stream: boolean;
+        input_tokens: number;
+        output_tokens: number;
+        cost_usd: number | null;
+      }[];
+    };
+    expect(items).toHaveLength(4);
+    for (const item of items) {
+      const want = EXPECTED[item.provider];
+      const model = item.provider === 'openai' ? OPENAI_MODEL : ANTHROPIC_MODEL;
+      const cost = expectedCost(item.provider, model, want);
+      expect(item.model).toBe(model);
+      expect(item.input_tokens).toBe(want.input);
+      expect(item.output_tokens).toBe(want.output);
+      expect(item.cost_usd).not.toBeNull();
+      expect(item.cost_usd!).toBeCloseTo(cost, 12);
+
+      const row = page.locator(`table.requests-table tbody tr:has(a[href="/requests/${item.id}"])`);
+      const tokens = (await row.locator('.c-tokens').textContent())?.replace(/\s+/g, ' ').trim();
+      expect(tokens).toBe(`${formatNumber(want.input)} / ${formatNumber(want.output)}`);
+      expect((await row.locator('.c-cost').textContent())?.trim()).toBe(formatCost(cost));
+      expect(await row.locator('.c-model').textContent()).toContain(model);
+    }
+    expect(items.filter((i) => i.stream)).toHaveLength(2);
+    await screenshotBothWidths(page, 'requests');
+  });
+
+  it('filters the log through the URL query', async () => {
+    await page.getByLabel('Provider').selectOption('anthropic');
+    await waitFor('the provider filter in the URL', () =>
+      Promise.resolve(page.url().includes('provider=anthropic')),
+    );
+    const rows = page.locator('table.requests-table tbody tr');
+    await waitFor('two anthropic rows', async () => (await rows.count()) === 2);
+    await page.reload();
+    await waitFor('the filter to survive a reload', async () => (await rows.count()) === 2);
+    expect(await page.getByLabel('Provider').inputValue()).toBe('anthropic');
+    await page.getByRole('button', { name: 'Clear filters' }).first().click();
+    await waitFor('all four rows again', async () => (await rows.count()) === 4);
+  });
+
+  it('opens a streamed request and shows the reassembled answer, usage, cost and redacted headers', async () => {
+    const api = await context.request.get(`${base}/api/console/requests?provider=openai`);
+    const { items } = (await api.json()) as { items: { id: string; stream: boolean }[] };
+    const streamed = items.find((i) => i.stream)!;
+    await page.locator(`a[href="/requests/${streamed.id}"]`).click();
+    await page.getByRole('heading', { name: /\/v1\/chat\/completions/ }).waitFor();
+    expect((await page.getByTestId('reassembled').textContent())?.trim()).toBe(streamedText.trim());
+    const cost = expectedCost('openai', OPENAI_MODEL, EXPECTED.openai);
+    expect(await page.getByTestId('detail-cost').textContent()).toBe(formatCost(cost));
+    const headers = (await page.locator('.headers-grid').textContent()) ?? '';
+    expect(headers).not.toContain('sk-fake-openai');
+    expect(headers).not.toContain(key);
+    await screenshotBothWidths(page, 'request-detail');
+
+    await page.getByRole('tab', { name: 'Raw events' }).click();
+    expect(await page.locator('#res-body-view-panel pre').textContent()).toContain('data: ');
+
+    // A deep link loads straight into the page (SPA fallback on the server).
+    await page.goto(`${base}/requests/${streamed.id}`);
+    await page.getByTestId('reassembled').waitFor();
+  });
+
+  it('draws usage charts and breakdowns by model and by key', async () => {
+    await page.goto(`${base}/usage?range=1h`);
+    await page.getByRole('heading', { name: 'By model' }).waitFor({ timeout: 10_000 });
+    await waitFor(
+      'four charts',
+      async () => (await page.locator('.chart-card svg.recharts-surface').count()) >= 4,
+    );
+    expect(await page.locator('.chart-card[aria-label="Requests"] .chart-summary').textContent()).toContain(
+      '4 total',
+    );
+    const byModel = (await page.locator('.breakdown[aria-label="By model"]').textContent()) ?? '';
+    expect(byModel).toContain(OPENAI_MODEL);
+    expect(byModel).toContain(ANTHROPIC_MODEL);
+    expect(await page.locator('.breakdown[aria-label="By key"]').textContent()).toContain('default');
+    await screenshotBothWidths(page, 'usage');
+  });
+
+  it('no longer shows the full key once the page is reloaded', async () => {
+    await page.goto(`${base}/`);
+    await page.getByRole('heading', { name: 'Your key' }).waitFor();
+    expect(await page.content()).not.toContain(key);
+    expect(await page.getByRole('link', { name: 'Roll this key' }).count()).toBe(1);
+    await screenshotBothWidths(page, 'overview');
+  });
+
+  it('revokes the key after confirmation, and the SDKs are refused with keyrelay’s message', async () => {
+    await page.goto(`${base}/keys`);
+    await page.getByRole('button', { name: 'Revoke default' }).waitFor();
+    await screenshotBothWidths(page, 'keys');
+    await page.getByRole('button', { name: 'Revoke default' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke key?' });
+    await dialog.waitFor();
+    await page.screenshot({ path: 'test-results/screenshots/keys-revoke-dialog-1280.png' });
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await page.locator('tr', { hasText: 'default' }).getByText('Revoked').waitFor();
+    await screenshotBothWidths(page, 'keys-revoked');
+
+    const { openai, anthropic } = sdk();
+    const oErr = await openai.chat.completions
+      .create({ model: OPENAI_MODEL, messages: [{ role: 'user', content: 'still there?' }] })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(oErr).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((oErr as InstanceType<typeof OpenAI.AuthenticationError>).message).toContain('revoked');
+
+    const aErr = await anthropic.messages
+      .create({
+        model: ANTHROPIC_MODEL,
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'still there?' }],
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(aErr).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect((aErr as InstanceType<typeof Anthropic.AuthenticationError>).message).toContain(
+      'proxy_key_revoked',
+    );
+  });
+
+  it('changes the password, logs out, and logs back in with the new one', async () => {
+    await page.goto(`${base}/settings`);
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByLabel('New password', { exact: true }).fill(NEW_PASSWORD);
+    await page.getByLabel('Confirm new password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Password changed').waitFor();
+    await screenshotBothWidths(page, 'settings');
+
+    await page.locator('.settings-row').getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { name: 'Log in to keyrelay' }).waitFor();
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByText('Wrong email or password.').waitFor();
+    await page.getByLabel('Password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  });
+
+  it('loads without script or CSP errors', () => {
+    expect(pageErrors, kr.output()).toEqual([]);
+  });
+});

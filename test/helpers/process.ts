@@ -1,0 +1,53 @@
+/** Runs the keyrelay CLI as a child process (from source, through tsx), as an operator would. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ENTRY = ['--import', 'tsx', 'src/cli/main.ts'];
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  const child = spawn(process.execPath, [...ENTRY, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  /** Everything the process printed so far (JSON log lines). */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** `keyrelay serve` on a free port; resolves once it logs that it is listening. */
+export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [...ENTRY, 'serve'], {
+    cwd: ROOT,
+    // The "listening" line is logged at info: never start quieter than that.
+    env: { ...process.env, KEYRELAY_PORT: '0', ...env, KEYRELAY_LOG_LEVEL: env.KEYRELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info' },
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /"url":"(http:\/\/[^"]+)".*"msg":"keyrelay listening"/.exec(out);
+      if (m) resolve(m[1]!);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    void exited.then((code) => reject(new Error(`keyrelay exited (${code}) before listening:\n${out}`)));
+  });
+  return { child, url, output: () => out, exited };
+}
