@@ -13,7 +13,7 @@ import { parseOptions } from './options.js';
 import { compileBench } from './compile.js';
 import { readRssMb, startBenchServer, startDriver, useScriptDir, type Child } from './processes.js';
 import { summarizeProfiles } from './profile-summary.js';
-import type { ClosedResult, Target } from './protocol.js';
+import type { ClosedResult, StreamResult, Target } from './protocol.js';
 import { aggregate, evaluate, renderTable, type Raw, type Row } from './report.js';
 import { measureHold, measureOpen, measureSaturation, measureStream, type Subject, type SubjectId } from './scenarios.js';
 
@@ -114,8 +114,10 @@ log('warming up…');
 for (const s of subjects) {
   const w = await driver.run<ClosedResult>({ kind: 'closed', target: s.target, concurrency: 32, durationMs: opts.warmupMs });
   log(`warm-up ${s.id}: ${Math.round(w.rps)} rps, ${w.errors} errors`);
+  s.sent += w.ok + w.errors;
   for (const provider of ['openai', 'anthropic'] as const) {
-    await driver.run({ kind: 'stream', target: s.target, provider, concurrency: 8, durationMs: opts.warmupMs / 2, chunks: opts.streamChunks, chunkMs: 0 });
+    const r = await driver.run<StreamResult>({ kind: 'stream', target: s.target, provider, concurrency: 8, durationMs: opts.warmupMs / 2, chunks: opts.streamChunks, chunkMs: 0 });
+    s.sent += r.streams + r.errors;
   }
 }
 await new Promise((r) => setTimeout(r, 1500));

@@ -364,20 +364,29 @@ describe('security headers', () => {
     for (const r of replies) expect(r.headers).toMatchObject(expected);
   });
 
-  it('exports a hook that gives other routes (the static console) the same headers, without no-store', async () => {
-    const app = Fastify();
-    app.addHook('onRequest', securityHeaders);
-    app.get('/', () => 'console');
-    const r = await app.inject({ method: 'GET', url: '/' });
-    expect(r.headers).toMatchObject({
-      'content-security-policy': CONTENT_SECURITY_POLICY,
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
-      'x-frame-options': 'DENY',
-    });
-    expect(r.headers['cache-control']).toBeUndefined();
-    await app.close();
-  });
+  it.each(['onRequest', 'onSend'] as const)(
+    'exports a hook that, as %s, gives other routes (the static console) the same headers without no-store',
+    async (stage) => {
+      const app = Fastify();
+      app.addHook(stage, securityHeaders);
+      app.get('/', () => 'console');
+      app.get('/fail', () => {
+        throw new Error('boom');
+      });
+      for (const url of ['/', '/fail', '/missing']) {
+        const r = await app.inject({ method: 'GET', url });
+        expect(r.headers).toMatchObject({
+          'content-security-policy': CONTENT_SECURITY_POLICY,
+          'x-content-type-options': 'nosniff',
+          'referrer-policy': 'no-referrer',
+          'x-frame-options': 'DENY',
+        });
+        expect(r.headers['cache-control']).toBeUndefined();
+        if (url === '/') expect(r.body).toBe('console');
+      }
+      await app.close();
+    },
+  );
 });
 
 describe('request bodies', () => {

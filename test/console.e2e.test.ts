@@ -22,7 +22,7 @@ import {
   startFakeOpenAI,
 } from './fakes/index.js';
 import type { FakeUpstream } from './fakes/index.js';
-import { findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
+import { ensureConsoleBuilt, findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
 
 const EMAIL = 'ada@example.com';
 const PASSWORD = 'correct horse battery staple';
@@ -174,6 +174,7 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
   });
 
   beforeAll(async () => {
+    await ensureConsoleBuilt();
     openaiFake = await startFakeOpenAI();
     anthropicFake = await startFakeAnthropic();
     dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-e2e-'));
@@ -189,7 +190,8 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
     page = await context.newPage();
     page.on('pageerror', (e) => pageErrors.push(String(e)));
     page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().includes('401')) pageErrors.push(m.text());
+      if (m.type() === 'error' && !m.text().includes('401'))
+        pageErrors.push(`${m.text()} (${m.location().url})`);
     });
   });
 

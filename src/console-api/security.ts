@@ -3,7 +3,7 @@
  * the CSRF gate on state-changing requests. The session cookie is SameSite=Lax already; the gate adds
  * defence in depth for browsers and setups where that is not enough (same-site sibling hosts, old browsers).
  */
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 
@@ -26,22 +26,19 @@ const HEADERS: Record<string, string> = {
 };
 
 /**
- * onRequest hook for every non-proxy route (console API and static console):
- * `app.addHook('onRequest', securityHeaders)`. Set before the handler runs, so error replies carry them too.
+ * Hook for every non-proxy route (console API and static console). Works as `onRequest` (set before the
+ * handler, so error replies carry them too) and as `onSend` (a promise resolving to undefined keeps the
+ * payload), so `app.addHook('onRequest' | 'onSend', securityHeaders)` both do the right thing.
  */
-export function securityHeaders(
-  _request: FastifyRequest,
-  reply: FastifyReply,
-  done: HookHandlerDoneFunction,
-): void {
+export function securityHeaders(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
   reply.headers(HEADERS);
-  done();
+  return Promise.resolve();
 }
 
 /** API answers can contain a full key: never let a browser or proxy cache keep them. */
-export function noStore(_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+export function noStore(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
   reply.header('cache-control', 'no-store');
-  done();
+  return Promise.resolve();
 }
 
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

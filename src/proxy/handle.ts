@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import type { Transform } from 'node:stream';
 import type { Logger } from 'pino';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { ProxyError, renderProxyError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -100,11 +100,14 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   let upstream: Dispatcher.ResponseData;
   try {
     const body = injected ?? ex.requestBody;
-    upstream = await request(ctx.config.upstreams[target.provider] + ex.path, {
+    // The dispatcher, not undici's request(url): that parses a URL, which would re-encode the caller's
+    // path and query (e.g. ' → %27); the path goes upstream exactly as received and validated.
+    upstream = await ctx.dispatcher.request({
+      origin: ctx.config.upstreams[target.provider],
+      path: ex.path,
       method: req.method as Dispatcher.HttpMethod,
       headers: forwardRequestHeaders(req.rawHeaders, req.headers.connection),
       body: body.length > 0 || (req.method !== 'GET' && req.method !== 'HEAD') ? body : undefined,
-      dispatcher: ctx.dispatcher,
       signal: abort.signal,
       headersTimeout: ctx.config.headersTimeoutMs,
       bodyTimeout: ctx.config.idleTimeoutMs,

@@ -224,3 +224,8 @@ export function createBodyDecoder(contentEncoding: string | undefined): BodyDeco
       return null;
   }
 }
+
+/** Whether createUsageStripper can decode this coding (and so send identity bytes on). */
+export function isDecodableEncoding(contentEncoding: string | undefined): boolean {
+  return createBodyDecoder(contentEncoding) !== null;
+}

@@ -1,7 +1,18 @@
-/** The usage layer: what a request asks, what a response used, what it cost. */
+/**
+ * The usage layer: what a request asks (parseRequestInfo), what its response used (createResponseTap), what
+ * it cost (computeCost), and SPEC §2's one body exception (injectStreamUsage + createUsageStripper).
+ *
+ * Decisions: input_tokens counts every prompt token (Anthropic: input + cache writes + cache reads). An
+ * error or redirect response bills nothing: usage `none`, tokens null. A stream whose final usage never
+ * came is `partial` if some provider usage came (Anthropic message_start; output then is the larger of the
+ * reported and the streamed-text count), else `estimated` (o200k tokenizer over the request's prompt
+ * fields and the text seen). Non-token endpoints (models, files, count_tokens, batches…) are `none`.
+ * Usage.model is the model the response named (null if none): callers fall back to the request's.
+ */
 export type { RequestInfo, ResponseTap, Usage } from './types.js';
 export { parseRequestInfo } from './request-info.js';
 export { createResponseTap } from './response-tap.js';
 export { injectStreamUsage, createUsageStripper } from './stream-usage.js';
+export { isDecodableEncoding } from './decoder.js';
 export { computeCost, PRICE_SOURCE } from './cost.js';
 export { classifyEndpoint, type Endpoint } from './normalize.js';

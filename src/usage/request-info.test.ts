@@ -37,6 +37,23 @@ describe('parseRequestInfo', () => {
     expect(info).toMatchObject({ model: 'claude-sonnet-4-0', end_user: 'abc' });
   });
 
+  it('reads a JSON object body sent under a non-JSON content type, so model rules cannot be side-stepped', () => {
+    const raw = body({ model: 'gpt-4o', stream: true });
+    for (const type of [undefined, 'text/plain', 'application/x-www-form-urlencoded']) {
+      expect(parseRequestInfo('openai', '/v1/chat/completions', raw, type)).toMatchObject({
+        model: 'gpt-4o',
+        stream: true,
+      });
+    }
+    const form = parseRequestInfo(
+      'openai',
+      '/v1/chat/completions',
+      Buffer.from('model=x'),
+      'application/x-www-form-urlencoded',
+    );
+    expect(form).toMatchObject({ model: null, json: null });
+  });
+
   it('learns nothing, without throwing, from bad JSON, non-JSON types, empty bodies or odd shapes', () => {
     const empty = { model: null, stream: false, end_user: null, json: null };
     expect(

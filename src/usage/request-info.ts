@@ -5,10 +5,19 @@ import { isRecord } from './normalize.js';
 /** Bodies larger than this are not parsed: a prompt is never this big, an upload might be. */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
 
-function isJsonContentType(contentType: string | undefined): boolean {
-  if (!contentType) return false;
-  const mime = (contentType.split(';')[0] ?? '').trim().toLowerCase();
-  return mime === 'application/json' || mime.endsWith('+json');
+/**
+ * JSON by content-type, or a body that looks like a JSON object under a type that is not JSON (curl's
+ * default form type, none at all): an upstream that parses it anyway must not get past model rules.
+ */
+function shouldParse(contentType: string | undefined, body: Buffer): boolean {
+  if (body.length === 0 || body.length > MAX_JSON_BYTES) return false;
+  const mime = ((contentType ?? '').split(';')[0] ?? '').trim().toLowerCase();
+  if (mime === 'application/json' || mime.endsWith('+json')) return true;
+  if (mime.startsWith('multipart/')) return false;
+  let i = 0;
+  while (i < body.length && (body[i] === 0x20 || body[i] === 0x09 || body[i] === 0x0a || body[i] === 0x0d))
+    i++;
+  return body[i] === 0x7b;
 }
 
 function str(v: unknown): string | null {
@@ -22,7 +31,7 @@ export function parseRequestInfo(
   contentType: string | undefined,
 ): RequestInfo {
   let json: unknown = null;
-  if (isJsonContentType(contentType) && body.length > 0 && body.length <= MAX_JSON_BYTES) {
+  if (shouldParse(contentType, body)) {
     try {
       json = JSON.parse(body.toString('utf8')) as unknown;
     } catch {

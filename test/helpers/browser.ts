@@ -1,5 +1,5 @@
 /** Headless Chromium for browser tests (the system package, driven by playwright-core). */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
@@ -51,4 +51,23 @@ export async function screenshotBothWidths(page: Page, name: string): Promise<st
   }
   if (original) await page.setViewportSize(original);
   return files;
+}
+
+function newestMtime(path: string): number {
+  const st = statSync(path);
+  if (!st.isDirectory()) return path.endsWith('.test.ts') ? 0 : st.mtimeMs;
+  return Math.max(0, ...readdirSync(path).map((f) => newestMtime(join(path, f))));
+}
+
+/**
+ * Builds the console into web/dist when it is missing or older than its sources, so a browser test never
+ * runs against a stale (or, on a fresh checkout, absent) build.
+ */
+export async function ensureConsoleBuilt(root = process.cwd()): Promise<void> {
+  const index = join(root, 'web', 'dist', 'index.html');
+  const sources = ['web/src', 'web/index.html', 'web/vite.config.ts', 'web/public'].map((p) => join(root, p));
+  const newest = Math.max(...sources.filter((p) => existsSync(p)).map(newestMtime));
+  if (existsSync(index) && statSync(index).mtimeMs >= newest) return;
+  const { build } = await import('vite');
+  await build({ configFile: join(root, 'web', 'vite.config.ts'), logLevel: 'warn' });
 }

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('gives the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      publicUrl: 'http://127.0.0.1:8080',
+      upstreams: { openai: 'https://api.openai.com', anthropic: 'https://api.anthropic.com' },
+      dataDir: './data',
+      databaseUrl: null,
+      redisUrl: null,
+      signup: 'open',
+      bodyLogBytes: 65536,
+      maxBodyBytes: 33554432,
+      secureCookies: false,
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it.each([
+    ['KEYRELAY_PORT', '99999'],
+    ['KEYRELAY_PORT', 'http'],
+    ['KEYRELAY_SIGNUP', 'sometimes'],
+    ['KEYRELAY_OPENAI_UPSTREAM', 'ftp://x'],
+    ['KEYRELAY_ANTHROPIC_UPSTREAM', 'https://api.anthropic.com/v1'],
+    ['KEYRELAY_DATABASE_URL', 'mysql://x'],
+    ['KEYRELAY_BODY_LOG_BYTES', '-1'],
+    ['KEYRELAY_REQUEST_LOG', 'maybe'],
+  ])('refuses %s=%s with a message naming it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+
+  it('lets flags override the environment and derives secure cookies from an https public URL', () => {
+    const c = loadConfig({ KEYRELAY_PORT: '1' }, { KEYRELAY_PORT: '9000', KEYRELAY_PUBLIC_URL: 'https://relay.example.com/' });
+    expect(c.port).toBe(9000);
+    expect(c.publicUrl).toBe('https://relay.example.com');
+    expect(c.secureCookies).toBe(true);
+  });
+});

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import type { KeyRecord } from '../store/types.js';
+import { LocalKeyEventBus } from './events.js';
+import { generateKey, hashKey } from './format.js';
+import { KeyVerifier } from './verify.js';
+
+/** A tiny real store of keys by hash, counting lookups (the verifier only ever calls getKeyByHash). */
+function storeWith(keys: Map<string, KeyRecord>) {
+  const store = {
+    lookups: 0,
+    getKeyByHash(hash: string) {
+      store.lookups++;
+      return Promise.resolve(keys.get(hash) ?? null);
+    },
+  };
+  return store;
+}
+
+const record = (over: Partial<KeyRecord> = {}): KeyRecord => ({
+  id: 'k1',
+  name: 'default',
+  account_id: 'a1',
+  hint: 'kr_…',
+  created_at: new Date().toISOString(),
+  last_used_at: null,
+  expires_at: null,
+  revoked_at: null,
+  ...over,
+});
+
+describe('KeyVerifier', () => {
+  it('refuses garbage by format with no lookup at all', async () => {
+    const store = storeWith(new Map());
+    const v = new KeyVerifier(store, 60_000);
+    expect((await v.check(undefined)).error?.code).toBe('proxy_key_missing');
+    expect((await v.check('kr_nope')).error?.code).toBe('proxy_key_invalid');
+    const k = generateKey();
+    expect((await v.check(k.slice(0, -1) + (k.endsWith('a') ? 'b' : 'a'))).error?.code).toBe('proxy_key_invalid');
+    expect(store.lookups).toBe(0);
+  });
+
+  it('does no lookup in the steady state, and one per key after the TTL', async () => {
+    const k = generateKey();
+    let now = 0;
+    const store = storeWith(new Map([[hashKey(k), record()]]));
+    const v = new KeyVerifier(store, 1000, undefined, () => now);
+    for (let i = 0; i < 100; i++) expect((await v.check(k)).error).toBeNull();
+    expect(store.lookups).toBe(1);
+    now = 1001;
+    await v.check(k);
+    expect(store.lookups).toBe(2);
+  });
+
+  it('coalesces concurrent lookups of one key', async () => {
+    const k = generateKey();
+    const store = storeWith(new Map([[hashKey(k), record()]]));
+    const v = new KeyVerifier(store, 1000);
+    await Promise.all(Array.from({ length: 20 }, () => v.check(k)));
+    expect(store.lookups).toBe(1);
+  });
+
+  it('stops a revoked key at once when the bus says so, and returns the record for logging', async () => {
+    const k = generateKey();
+    const keys = new Map([[hashKey(k), record()]]);
+    const bus = new LocalKeyEventBus();
+    const v = new KeyVerifier(storeWith(keys), 60_000, bus);
+    expect((await v.check(k)).error).toBeNull();
+    keys.set(hashKey(k), record({ revoked_at: new Date().toISOString() }));
+    await bus.publish({ type: 'key_changed', key_id: 'k1' });
+    const r = await v.check(k);
+    expect(r.error?.code).toBe('proxy_key_revoked');
+    expect(r.key?.id).toBe('k1');
+  });
+
+  it('refuses an expired key once expires_at passes, without a new lookup', async () => {
+    const k = generateKey();
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const v = new KeyVerifier(storeWith(new Map([[hashKey(k), record({ expires_at: '2026-01-01T00:00:10Z' })]])), 60_000, undefined, () => now);
+    expect((await v.check(k)).error).toBeNull();
+    now += 10_000;
+    expect((await v.check(k)).error?.code).toBe('proxy_key_expired');
+  });
+
+  it('answers proxy_unavailable when the store cannot be reached', async () => {
+    const v = new KeyVerifier({ getKeyByHash: () => Promise.reject(new Error('down')) }, 1000);
+    expect((await v.check(generateKey())).error?.code).toBe('proxy_unavailable');
+  });
+});

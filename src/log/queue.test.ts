@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeLogRow } from '../../test/helpers/log-rows.js';
+import { createMetrics } from '../metrics.js';
+import { SqliteLogStore } from '../store/sqlite/log-store.js';
+import type { RequestLogRow } from './record.js';
+import { LogQueue } from './queue.js';
+
+let dir: string;
+let store: SqliteLogStore;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'keyrelay-queue-'));
+  store = new SqliteLogStore(join(dir, 'requests.db'));
+  await store.migrate();
+});
+afterEach(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const quiet = pino({ level: 'silent' });
+const metricValue = async (m: ReturnType<typeof createMetrics>, name: string) =>
+  (await m.registry.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
+
+describe('LogQueue', () => {
+  it('writes rows in batches behind the caller, all of them after flush', async () => {
+    const metrics = createMetrics();
+    const q = new LogQueue(store, { batchSize: 50, flushMs: 10_000, maxRows: 10_000 }, metrics, quiet);
+    for (let i = 0; i < 175; i++) q.push(makeLogRow({ at: Date.now() + i }));
+    expect(q.depth).toBeGreaterThan(0); // push never waits for the store
+    expect(await q.flush()).toBe(0);
+    expect(await store.count()).toBe(175);
+    expect(await metricValue(metrics, 'keyrelay_log_rows_written_total')).toEqual(['keyrelay_log_rows_written_total 175']);
+    q.close();
+  });
+
+  it('writes a row pushed twice once (idempotent on the request id)', async () => {
+    const q = new LogQueue(store, { batchSize: 10, flushMs: 5, maxRows: 100 }, createMetrics(), quiet);
+    const row = makeLogRow();
+    q.push(row);
+    await q.flush();
+    q.push(row);
+    await q.flush();
+    expect(await store.count()).toBe(1);
+    q.close();
+  });
+
+  it('keeps the good rows of a batch that holds a poison row, and counts the rejected one', async () => {
+    const metrics = createMetrics();
+    const q = new LogQueue(store, { batchSize: 10, flushMs: 5, maxRows: 100 }, metrics, quiet);
+    const poison = { ...makeLogRow(), status: 'not a number' } as unknown as RequestLogRow;
+    q.push(makeLogRow({ at: Date.now() }));
+    q.push(poison);
+    q.push(makeLogRow({ at: Date.now() + 1 }));
+    await q.flush();
+    expect(await store.count()).toBe(2);
+    expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual(['keyrelay_log_rows_dropped_total{reason="rejected"} 1']);
+    q.close();
+  });
+
+  it('drops and counts rows beyond its bound instead of growing or blocking', async () => {
+    const metrics = createMetrics();
+    const q = new LogQueue(store, { batchSize: 1000, flushMs: 10_000, maxRows: 5 }, metrics, quiet);
+    for (let i = 0; i < 8; i++) q.push(makeLogRow({ at: Date.now() + i }));
+    expect(q.depth).toBe(5);
+    expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual(['keyrelay_log_rows_dropped_total{reason="queue_full"} 3']);
+    await q.flush();
+    q.close();
+  });
+});

@@ -1,0 +1,95 @@
+/**
+ * Several `keyrelay serve` processes on one PostgreSQL database and one Redis, as an operator runs them
+ * behind a load balancer; plus the probes the multi-instance and outage tests share.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { startServeProcess, type ServeProcess } from './process.js';
+
+export const REDIS_URL = 'redis://127.0.0.1:6379';
+
+export interface Instance {
+  url: string;
+  proc: ServeProcess;
+  /** True while the process has not exited. */
+  alive(): boolean;
+  /** SIGTERM, then waits for the exit (graceful drain and flush); resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function startInstance(env: Record<string, string>): Promise<Instance> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-cluster-'));
+  const proc = await startServeProcess({ KEYRELAY_DATA_DIR: dataDir, KEYRELAY_LOG_FLUSH_MS: '200', ...env });
+  let exitCode: number | null | undefined;
+  void proc.exited.then((code) => (exitCode = code));
+  return {
+    url: proc.url,
+    proc,
+    alive: () => exitCode === undefined,
+    async stop() {
+      if (exitCode === undefined) proc.child.kill('SIGTERM');
+      const code = await proc.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+// Enough sockets for the load loops; keep-alive so a poll loop measures keyrelay, not TCP handshakes.
+export const dispatcher = new Agent({ connections: 64, keepAliveTimeout: 10_000 });
+
+export interface ProxyReply {
+  status: number;
+  id: string;
+  text: string;
+}
+
+/** One non-streaming OpenAI chat completion through keyrelay with the given proxy-api-key. */
+export async function callProxy(base: string, key: string): Promise<ProxyReply> {
+  const res = await request(`${base}/api/proxy/openai/v1/chat/completions`, {
+    method: 'POST',
+    dispatcher,
+    headers: {
+      'content-type': 'application/json',
+      'proxy-api-key': key,
+      authorization: 'Bearer sk-canary-openai-123',
+    },
+    body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, id: String(res.headers['x-keyrelay-request-id']), text };
+}
+
+/** The value of one Prometheus sample (`name` or `name{labels}` exactly as exposed), or null if absent. */
+export async function readMetric(base: string, sample: string): Promise<number | null> {
+  const res = await request(`${base}/metrics`, { dispatcher });
+  const text = await res.body.text();
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${sample} `)) return Number(line.slice(sample.length + 1));
+  }
+  return null;
+}
+
+/** Polls until `probe` returns a value that is not undefined; throws with `what` at the deadline. */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  deadlineMs = 30_000,
+  everyMs = 50,
+): Promise<T> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** The q-quantile (nearest rank) of a list of numbers. */
+export function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}

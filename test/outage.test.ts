@@ -1,0 +1,147 @@
+/**
+ * Outages of PostgreSQL and Redis, played by a TCP fault proxy between keyrelay and the real servers (which
+ * are never stopped). With PostgreSQL away, proxied calls with verified keys keep working and their log rows
+ * wait in the queue, all written once it is back. With Redis away, revocation falls back to the cache TTL,
+ * and after Redis returns the caches are flushed so a revocation made meanwhile takes effect at once.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from './console-harness.js';
+import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
+import { REDIS_URL, callProxy, readMetric, startInstance, waitFor, type Instance } from './helpers/cluster.js';
+import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
+import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
+
+let db: TestDatabase;
+let openai: FakeUpstream;
+let anthropic: FakeUpstream;
+const running: Instance[] = [];
+const proxies: FaultProxy[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  openai = await startFakeOpenAI();
+  anthropic = await startFakeAnthropic();
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.allSettled(running.map((i) => i.stop()));
+  await Promise.allSettled(proxies.map((p) => p.close()));
+  await openai?.close();
+  await anthropic?.close();
+  await db?.drop();
+}, 120_000);
+
+async function start(env: Record<string, string>): Promise<Instance> {
+  const inst = await startInstance({
+    KEYRELAY_OPENAI_UPSTREAM: openai.url,
+    KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
+    ...env,
+  });
+  running.push(inst);
+  return inst;
+}
+
+async function faultProxyTo(port: number): Promise<FaultProxy> {
+  const p = await startFaultProxy({ host: '127.0.0.1', port });
+  proxies.push(p);
+  return p;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function countRows(): Promise<number> {
+  const client = new pg.Client({ connectionString: db.url, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM requests');
+    return Number(rows[0]!.n);
+  } finally {
+    await client.end();
+  }
+}
+
+async function createKeyOn(client: Client, name: string): Promise<{ id: string; key: string }> {
+  const r = await client.post('/keys', { name });
+  expect(r.status, r.text).toBe(201);
+  return { id: r.json.key.id as string, key: r.json.key.key as string };
+}
+
+describe('PostgreSQL outage under load', () => {
+  it('keeps serving verified keys, queues the log rows and writes every one after PostgreSQL returns', async () => {
+    const pgProxy = await faultProxyTo(5432);
+    const kr = await start({
+      KEYRELAY_DATABASE_URL: db.url.replace('127.0.0.1:5432', pgProxy.host),
+      KEYRELAY_KEY_CACHE_TTL_MS: '60000',
+      KEYRELAY_LOG_FLUSH_MS: '100',
+    });
+    const console_ = new Client(kr.url);
+    const signup = await console_.signup(`pg-outage-${Date.now()}@example.com`);
+    const key = signup.json.key.key as string;
+    expect((await callProxy(kr.url, key)).status).toBe(200);
+    // The database is fresh: every row in it comes from a call this test made.
+    let answered = 1;
+
+    let stopLoad = false;
+    const statuses: number[] = [];
+    const failures: string[] = [];
+    const worker = async () => {
+      while (!stopLoad) {
+        try {
+          const r = await callProxy(kr.url, key);
+          statuses.push(r.status);
+          answered++;
+          if (r.status !== 200) failures.push(`${r.status} ${r.text}`);
+        } catch (err) {
+          failures.push(String(err));
+        }
+      }
+    };
+    const load = Promise.all([worker(), worker(), worker(), worker()]);
+
+    await sleep(1_000);
+    pgProxy.cut('refuse');
+    const cutAt = Date.now();
+    let sawStoreDown = false;
+    let maxDepth = 0;
+    while (Date.now() - cutAt < 3_000) {
+      if ((await readMetric(kr.url, 'keyrelay_store_up{store="log"}')) === 0) sawStoreDown = true;
+      maxDepth = Math.max(maxDepth, (await readMetric(kr.url, 'keyrelay_log_queue_depth')) ?? 0);
+      await sleep(200);
+    }
+    const servedDuringCut = statuses.length;
+    pgProxy.restore();
+    await sleep(1_000);
+    stopLoad = true;
+    await load;
+
+    console.log(
+      `PostgreSQL cut for 3 s under load: ${statuses.length} calls answered (${servedDuringCut} by the end of the cut), ` +
+        `${failures.length} failed, queue depth peaked at ${maxDepth}`,
+    );
+    expect(failures).toEqual([]);
+    expect(sawStoreDown).toBe(true);
+    expect(maxDepth).toBeGreaterThan(0);
+    expect(kr.alive()).toBe(true);
+
+    // One row per answered call (plus none lost or doubled); the queue retries with a backoff up to 5 s.
+    const expected = answered;
+    const seen = await waitFor(
+      `${expected} rows in PostgreSQL`,
+      async () => {
+        const n = await countRows();
+        return n >= expected ? n : undefined;
+      },
+      45_000,
+      500,
+    );
+    expect(seen).toBe(expected);
+    await waitFor('keyrelay_store_up{store="log"} back to 1', async () =>
+      (await readMetric(kr.url, 'keyrelay_store_up{store="log"}')) === 1 ? true : undefined,
+    );
+    expect(await readMetric(kr.url, 'keyrelay_log_queue_depth')).toBe(0);
+    for (const reason of ['queue_full', 'rejected']) {
+      expect(await readMetric(kr.url, `keyrelay_log_rows_dropped_total{reason="${reason}"}`)).toBeNull();
+    }
+  }, 120_000);
+});
