@@ -9,7 +9,8 @@ import { Pool } from 'undici';
 import { startLoopDelayMetrics } from './loop-delay.js';
 
 const [openaiOrigin, anthropicOrigin] = process.argv.slice(2);
-if (!openaiOrigin || !anthropicOrigin) throw new Error('usage: bare-proxy.ts <openai-origin> <anthropic-origin>');
+if (!openaiOrigin || !anthropicOrigin)
+  throw new Error('usage: bare-proxy.ts <openai-origin> <anthropic-origin>');
 const pools = {
   openai: new Pool(openaiOrigin, { keepAliveTimeout: 60_000 }),
   anthropic: new Pool(anthropicOrigin, { keepAliveTimeout: 60_000 }),

@@ -19,7 +19,8 @@ if (!a || !b) {
 const before = JSON.parse(readFileSync(a, 'utf8')) as Report;
 const after = JSON.parse(readFileSync(b, 'utf8')) as Report;
 
-const fmt = (v: number | null | undefined): string => (typeof v === 'number' ? String(Math.round(v * 1000) / 1000) : '—');
+const fmt = (v: number | null | undefined): string =>
+  typeof v === 'number' ? String(Math.round(v * 1000) / 1000) : '—';
 const rows: string[][] = [['result', 'before', 'after', 'change']];
 for (const [scenario, bySubject] of Object.entries(after.results)) {
   for (const [subject, fields] of Object.entries(bySubject)) {
@@ -33,7 +34,8 @@ for (const [scenario, bySubject] of Object.entries(after.results)) {
   }
 }
 const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-const line = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+const line = (r: string[]): string =>
+  r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
 console.log(`before: ${a} (${before.meta.started}, ${before.meta.commit ?? '?'})`);
 console.log(`after:  ${b} (${after.meta.started}, ${after.meta.commit ?? '?'})\n`);
 console.log(rows.map(line).join('\n'));
@@ -42,7 +44,12 @@ const old = new Map(before.checks.map((c) => [c.name, c]));
 const mark = (p: boolean | null | undefined): string => (p === true ? 'PASS' : p === false ? 'FAIL' : 'n/a');
 for (const c of after.checks) {
   const o = old.get(c.name);
-  console.log(`  ${c.name.padEnd(42)} ${fmt(o?.value).padStart(9)} ${mark(o?.pass).padEnd(4)} → ${fmt(c.value).padStart(9)} ${mark(c.pass).padEnd(4)}  (${c.limit})`);
+  console.log(
+    `  ${c.name.padEnd(42)} ${fmt(o?.value).padStart(9)} ${mark(o?.pass).padEnd(4)} → ${fmt(c.value).padStart(9)} ${mark(c.pass).padEnd(4)}  (${c.limit})`,
+  );
 }
 const noise = [before, after].map((r) => r.meta.other_processes_cores_median ?? 0);
-if (Math.max(...noise) > 0.25) console.log(`\nwarning: other processes were busy (${noise.map((x) => x.toFixed(2)).join(' / ')} cores): compare with care`);
+if (Math.max(...noise) > 0.25)
+  console.log(
+    `\nwarning: other processes were busy (${noise.map((x) => x.toFixed(2)).join(' / ')} cores): compare with care`,
+  );

@@ -17,7 +17,11 @@ export function compileBench(): { dir: string; remove(): void } {
   writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
   for (const file of readdirSync(HERE).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))) {
     const out = ts.transpileModule(readFileSync(join(HERE, file), 'utf8'), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2023, verbatimModuleSyntax: true },
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2023,
+        verbatimModuleSyntax: true,
+      },
       fileName: file,
     });
     writeFileSync(join(dir, file.replace(/\.ts$/, '.js')), out.outputText);

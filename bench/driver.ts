@@ -29,7 +29,8 @@ const BODIES: Record<ProviderName, { plain: string; stream: string }> = {
       '"stream":true,"stream_options":{"include_usage":true}}',
   },
   anthropic: {
-    plain: '{"model":"claude-3-5-haiku-20241022","max_tokens":16,"messages":[{"role":"user","content":"Say hello."}]}',
+    plain:
+      '{"model":"claude-3-5-haiku-20241022","max_tokens":16,"messages":[{"role":"user","content":"Say hello."}]}',
     stream:
       '{"model":"claude-3-5-haiku-20241022","max_tokens":64,"messages":[{"role":"user","content":"Say hello."}],' +
       '"stream":true}',
@@ -45,7 +46,12 @@ function noteError(what: string): void {
 function poolFor(origin: string): Pool {
   let p = pools.get(origin);
   if (!p) {
-    p = new Pool(origin, { connections: 256, keepAliveTimeout: 60_000, headersTimeout: 60_000, bodyTimeout: 60_000 });
+    p = new Pool(origin, {
+      connections: 256,
+      keepAliveTimeout: 60_000,
+      headersTimeout: 60_000,
+      bodyTimeout: 60_000,
+    });
     pools.set(origin, p);
   }
   return p;
@@ -58,7 +64,13 @@ interface Outcome {
   chunks: number;
 }
 
-async function send(pool: Pool, target: Target, provider: ProviderName, stream: boolean, query = ''): Promise<Outcome> {
+async function send(
+  pool: Pool,
+  target: Target,
+  provider: ProviderName,
+  stream: boolean,
+  query = '',
+): Promise<Outcome> {
   const res = await pool.request({
     method: 'POST',
     path: target.paths[provider] + query,

@@ -21,14 +21,19 @@ export function hasKeyrelaySource(): boolean {
  */
 export async function buildServer(): Promise<string | null> {
   try {
-    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-      cwd: ROOT,
-      maxBuffer: 16 << 20,
-    });
+    await run(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+      {
+        cwd: ROOT,
+        maxBuffer: 16 << 20,
+      },
+    );
     return null;
   } catch (err) {
     const out = (err as { stdout?: string }).stdout ?? String(err);
-    if (!existsSync(MAIN)) throw new Error(`build failed and there is no dist/ to fall back on:\n${out.slice(0, 2000)}`);
+    if (!existsSync(MAIN))
+      throw new Error(`build failed and there is no dist/ to fall back on:\n${out.slice(0, 2000)}`);
     const built = statSync(MAIN).mtime.toISOString();
     return `build failed; measuring the existing dist/ (built ${built}):\n${out.slice(0, 1500)}`;
   }
@@ -37,14 +42,24 @@ export async function buildServer(): Promise<string | null> {
 /** The environment keyrelay sees: ours without any KEYRELAY_* (a stray DATABASE_URL would switch stores). */
 function cleanEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('KEYRELAY_')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !k.startsWith('KEYRELAY_')) env[k] = v;
   return { ...env, ...extra };
 }
 
 export async function createBenchKey(dataDir: string): Promise<string> {
   const { stdout } = await run(
     process.execPath,
-    [MAIN, 'users', 'create', '--email', 'bench@example.com', '--password', 'bench-password-9f3k2x', '--json'],
+    [
+      MAIN,
+      'users',
+      'create',
+      '--email',
+      'bench@example.com',
+      '--password',
+      'bench-password-9f3k2x',
+      '--json',
+    ],
     { cwd: ROOT, env: cleanEnv({ KEYRELAY_DATA_DIR: dataDir, KEYRELAY_LOG_LEVEL: 'warn' }) },
   );
   const parsed = JSON.parse(stdout) as { key?: { key?: string } };
@@ -101,7 +116,9 @@ export function countLogRows(dataDir: string): number | null {
           .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%request%'")
           .all() as { name: string }[];
         for (const { name } of tables) {
-          const row = db.prepare(`SELECT count(*) AS n FROM "${name.replace(/"/g, '""')}"`).get() as { n: number };
+          const row = db.prepare(`SELECT count(*) AS n FROM "${name.replace(/"/g, '""')}"`).get() as {
+            n: number;
+          };
           best = Math.max(best ?? 0, row.n);
         }
       } finally {

@@ -10,7 +10,10 @@ const CLK_TCK = 100;
 function readBusyMs(): number {
   const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
   const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
-  return (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 1000) / CLK_TCK;
+  return (
+    (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 1000) /
+    CLK_TCK
+  );
 }
 
 function ourCpuMs(pids: number[]): number {

@@ -18,9 +18,9 @@ export interface Child {
   proc: ChildProcess;
   pid: number;
   port: number;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
   /** Null while running; otherwise how it ended and the end of its stderr. */
-  exited(): string | null;
+  exited: () => string | null;
 }
 
 function exitWatch(proc: ChildProcess, tail: () => string): () => string | null {
@@ -146,17 +146,36 @@ export function sampleRss(pid: number, everyMs = 100): () => number {
   };
 }
 
-/** prom-client's `nodejs_eventloop_lag_p99_seconds` in ms; null when /metrics or the metric is missing. */
-export async function readLoopDelayP99Ms(origin: string): Promise<number | null> {
+/** A /metrics scrape as name → value (unlabelled samples only); null when /metrics does not answer. */
+export async function readMetrics(origin: string): Promise<Map<string, number> | null> {
   try {
     const res = await request(`${origin}/metrics`);
     const text = await res.body.text();
     if (res.statusCode !== 200) return null;
-    const m = /^\w*nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})?\s+(\S+)/m.exec(text);
-    return m ? Number(m[1]) * 1000 : null;
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(/^([a-zA-Z_:][\w:]*)\s+(\S+)/gm)) out.set(m[1]!, Number(m[2]));
+    return out;
   } catch {
     return null;
   }
+}
+
+/** prom-client's `nodejs_eventloop_lag_p99_seconds` in ms; null when /metrics or the metric is missing. */
+export async function readLoopDelayP99Ms(origin: string): Promise<number | null> {
+  const v = (await readMetrics(origin))?.get('nodejs_eventloop_lag_p99_seconds');
+  return v === undefined ? null : v * 1000;
+}
+
+/** V8 heap used and external memory (MB) from prom-client's default metrics, when exposed. */
+export async function readHeapMb(
+  origin: string,
+): Promise<{ heap_used_mb: number | null; external_mb: number | null }> {
+  const m = await readMetrics(origin);
+  const mb = (name: string): number | null => {
+    const v = m?.get(name);
+    return v === undefined ? null : v / 1048576;
+  };
+  return { heap_used_mb: mb('nodejs_heap_size_used_bytes'), external_mb: mb('nodejs_external_memory_bytes') };
 }
 
 export interface Driver {
@@ -171,7 +190,12 @@ export function startDriver(pin?: string): Driver {
   let nextId = 1;
   const waiting = new Map<
     number,
-    { target: string; resolve: (r: JobResult) => void; reject: (e: Error) => void; onEvent?: (e: string) => void }
+    {
+      target: string;
+      resolve: (r: JobResult) => void;
+      reject: (e: Error) => void;
+      onEvent?: (e: string) => void;
+    }
   >();
   proc.on('message', (msg: DriverMessage) => {
     const w = waiting.get(msg.id);
@@ -191,7 +215,12 @@ export function startDriver(pin?: string): Driver {
     run<R extends JobResult>(job: Job, onEvent?: (e: string) => void): Promise<R> {
       const id = nextId++;
       return new Promise<R>((resolve, reject) => {
-        waiting.set(id, { target: job.target.name, resolve: resolve as (r: JobResult) => void, reject, onEvent });
+        waiting.set(id, {
+          target: job.target.name,
+          resolve: resolve as (r: JobResult) => void,
+          reject,
+          onEvent,
+        });
         proc.send({ id, job });
       });
     },

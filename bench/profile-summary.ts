@@ -42,7 +42,11 @@ function top(map: Map<string, number>, total: number, n: number): ProfileEntry[]
   return [...map.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
-    .map(([name, us]) => ({ name, selfMs: Math.round(us / 100) / 10, share: Math.round((us / total) * 1000) / 10 }));
+    .map(([name, us]) => ({
+      name,
+      selfMs: Math.round(us / 100) / 10,
+      share: Math.round((us / total) * 1000) / 10,
+    }));
 }
 
 export function summarizeProfiles(fileOrDir: string, n = 25): ProfileSummary | null {
@@ -80,9 +84,13 @@ export function summarizeProfiles(fileOrDir: string, n = 25): ProfileSummary | n
   const files10 = top(byFile, total, 12);
   const text = [
     `busy ${Math.round(total / 1000)} ms (idle excluded); functions by self time:`,
-    ...functions.map((e) => `  ${e.share.toFixed(1).padStart(5)} %  ${e.selfMs.toFixed(0).padStart(6)} ms  ${e.name}`),
+    ...functions.map(
+      (e) => `  ${e.share.toFixed(1).padStart(5)} %  ${e.selfMs.toFixed(0).padStart(6)} ms  ${e.name}`,
+    ),
     'files by self time:',
-    ...files10.map((e) => `  ${e.share.toFixed(1).padStart(5)} %  ${e.selfMs.toFixed(0).padStart(6)} ms  ${e.name}`),
+    ...files10.map(
+      (e) => `  ${e.share.toFixed(1).padStart(5)} %  ${e.selfMs.toFixed(0).padStart(6)} ms  ${e.name}`,
+    ),
   ].join('\n');
   return { files, totalMs: Math.round(total / 1000), functions, byFile: files10, text };
 }

@@ -58,14 +58,32 @@ export function evaluate(r: Results): Check[] {
     check('added latency @2000 rps p99', added(r, 'open_2000', 'p99'), '<=', 10, 'ms'),
     check('max throughput, every request logged', get(r, 'saturation', 'keyrelay', 'rps'), '>=', 3000, 'rps'),
     check('stream openai first byte added (c=1)', added(r, 'stream_openai_c1', 'ttfb_p50'), '<=', 1, 'ms'),
-    check('stream anthropic first byte added (c=1)', added(r, 'stream_anthropic_c1', 'ttfb_p50'), '<=', 1, 'ms'),
+    check(
+      'stream anthropic first byte added (c=1)',
+      added(r, 'stream_anthropic_c1', 'ttfb_p50'),
+      '<=',
+      1,
+      'ms',
+    ),
     check('RSS idle', get(r, 'memory', 'keyrelay', 'rss_idle_mb'), '<=', 100, 'MB'),
-    check('RSS with 1,000 concurrent streams', get(r, 'memory', 'keyrelay', 'rss_streams_mb'), '<=', 250, 'MB'),
+    check(
+      'RSS with 1,000 concurrent streams',
+      get(r, 'memory', 'keyrelay', 'rss_streams_mb'),
+      '<=',
+      250,
+      'MB',
+    ),
   ];
   const idle = get(r, 'memory', 'keyrelay', 'rss_idle_mb');
   const after = get(r, 'memory', 'keyrelay', 'rss_after_mb');
   // "Back near idle": within 50 MB of idle once load has stopped (V8 keeps some heap it grew).
-  const back = check('RSS after load − idle', after !== null && idle !== null ? round(after - idle, 1) : null, '<=', 50, 'MB');
+  const back = check(
+    'RSS after load − idle',
+    after !== null && idle !== null ? round(after - idle, 1) : null,
+    '<=',
+    50,
+    'MB',
+  );
   checks.push({ ...back, limit: '<= idle + 50 MB' });
   const on = get(r, 'saturation', 'keyrelay', 'rps');
   const off = get(r, 'saturation', 'keyrelay_nolog', 'rps');
@@ -87,11 +105,24 @@ function lines(r: Results, rates: number[]): Line[] {
   for (const rate of rates) {
     for (const p of ['p50', 'p90', 'p99']) {
       const name = `added latency @${rate} rps ${p}`;
-      out.push({ label: `${rate} rps latency ${p} (ms)`, scenario: `open_${rate}`, field: p, digits: 2, added: true, check: name });
+      out.push({
+        label: `${rate} rps latency ${p} (ms)`,
+        scenario: `open_${rate}`,
+        field: p,
+        digits: 2,
+        added: true,
+        check: name,
+      });
     }
   }
   out.push(
-    { label: 'max throughput (rps)', scenario: 'saturation', field: 'rps', digits: 0, check: 'max throughput, every request logged' },
+    {
+      label: 'max throughput (rps)',
+      scenario: 'saturation',
+      field: 'rps',
+      digits: 0,
+      check: 'max throughput, every request logged',
+    },
     { label: 'CPU per request (µs)*', scenario: 'saturation', field: 'cpu_us_per_req', digits: 0 },
     { label: 'latency p99 at max (ms)', scenario: 'saturation', field: 'p99', digits: 1, added: true },
     { label: 'event-loop delay p99 (ms)', scenario: 'saturation', field: 'eld_p99_ms', digits: 1 },
@@ -101,7 +132,14 @@ function lines(r: Results, rates: number[]): Line[] {
       const c = scenario.split('_c')[1];
       const chk = c === '1' ? `stream ${provider} first byte added (c=1)` : undefined;
       out.push(
-        { label: `${provider} stream c=${c} TTFB p50`, scenario, field: 'ttfb_p50', digits: 2, added: true, check: chk },
+        {
+          label: `${provider} stream c=${c} TTFB p50`,
+          scenario,
+          field: 'ttfb_p50',
+          digits: 2,
+          added: true,
+          check: chk,
+        },
         { label: `${provider} stream c=${c} TTFB p99`, scenario, field: 'ttfb_p99', digits: 2, added: true },
         { label: `${provider} stream c=${c} TTLB p50`, scenario, field: 'ttlb_p50', digits: 1, added: true },
       );
@@ -111,8 +149,20 @@ function lines(r: Results, rates: number[]): Line[] {
     { label: 'RSS at start (MB)', scenario: 'memory', field: 'rss_start_mb', digits: 1 },
     { label: 'RSS idle (MB)', scenario: 'memory', field: 'rss_idle_mb', digits: 1, check: 'RSS idle' },
     { label: 'RSS peak under load (MB)', scenario: 'memory', field: 'rss_load_mb', digits: 1 },
-    { label: 'RSS 1,000 slow streams (MB)', scenario: 'memory', field: 'rss_streams_mb', digits: 1, check: 'RSS with 1,000 concurrent streams' },
-    { label: 'RSS after load (MB)', scenario: 'memory', field: 'rss_after_mb', digits: 1, check: 'RSS after load − idle' },
+    {
+      label: 'RSS 1,000 slow streams (MB)',
+      scenario: 'memory',
+      field: 'rss_streams_mb',
+      digits: 1,
+      check: 'RSS with 1,000 concurrent streams',
+    },
+    {
+      label: 'RSS after load (MB)',
+      scenario: 'memory',
+      field: 'rss_after_mb',
+      digits: 1,
+      check: 'RSS after load − idle',
+    },
   );
   return out;
 }
@@ -137,10 +187,56 @@ export function renderTable(r: Results, checks: Check[], rates: number[], column
   }
   const ratio = byName.get('throughput logging on / off');
   if (ratio) {
-    rows.push(['throughput log on / off', ...cols.map(() => ''), fmt(ratio.value, 3), ratio.limit, ratio.pass === null ? 'n/a' : ratio.pass ? 'PASS' : 'FAIL']);
+    rows.push([
+      'throughput log on / off',
+      ...cols.map(() => ''),
+      fmt(ratio.value, 3),
+      ratio.limit,
+      ratio.pass === null ? 'n/a' : ratio.pass ? 'PASS' : 'FAIL',
+    ]);
   }
   const widths = header.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const text = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
+  const text = rows.map((row) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '),
+  );
   text.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   return text.join('\n');
+}
+
+interface FooterMeta {
+  options: { reps: number };
+  other_processes_cores_median: number;
+  keyrelay_error: string | null;
+  build_warning: string | null;
+  died: Partial<Record<SubjectId, string>>;
+}
+
+/** The notes under the table: what the columns mean, log-row check, and anything that went wrong. */
+export function renderFooter(
+  meta: FooterMeta,
+  logRows: Record<string, { sent: number; rows: number | null }>,
+  r: Results,
+  profile: string | null,
+): string {
+  const out = [
+    '',
+    '* CPU per request: the fake upstream for "direct", the proxy process otherwise. "added" = keyrelay − direct.',
+    `  Latency runs from the intended send time (open loop). Median of ${meta.options.reps} repetition(s).`,
+  ];
+  for (const [id, { sent, rows }] of Object.entries(logRows)) {
+    const found = rows === null ? 'no SQLite request table found' : `${rows} rows`;
+    out.push(`request log ${id}: ${found} for ${sent} requests sent`);
+  }
+  if (r.saturation?.keyrelay && r.saturation.keyrelay.eld_p99_ms === null) {
+    out.push('event-loop delay: keyrelay /metrics has no nodejs_eventloop_lag_p99_seconds (not measured)');
+  }
+  const noise = meta.other_processes_cores_median;
+  if (noise > 0.25)
+    out.push(`WARNING: other processes used ${noise.toFixed(2)} cores (median) during steps: noisy`);
+  for (const [id, why] of Object.entries(meta.died))
+    out.push(`${id} DIED during the run: ${why.slice(0, 600)}`);
+  if (meta.build_warning) out.push(`WARNING: ${meta.build_warning.split('\n')[0]}`);
+  if (meta.keyrelay_error) out.push(`keyrelay not measured: ${meta.keyrelay_error.slice(0, 300)}`);
+  if (profile) out.push('', 'keyrelay CPU profile (whole run), top self time:', profile);
+  return out.join('\n');
 }

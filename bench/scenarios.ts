@@ -1,6 +1,6 @@
 /** One measurement step per function; each returns a flat record of numbers for one repetition. */
 import type { ClosedResult, HoldResult, OpenResult, ProviderName, StreamResult, Target } from './protocol.js';
-import { readCpuMs, readLoopDelayP99Ms, readRssMb, sampleRss, type Driver } from './processes.js';
+import { readCpuMs, readHeapMb, readLoopDelayP99Ms, readRssMb, sampleRss, type Driver } from './processes.js';
 import { round } from './stats.js';
 
 export type SubjectId = 'direct' | 'bare' | 'keyrelay' | 'keyrelay_nolog';
@@ -38,7 +38,12 @@ export async function measureOpen(d: Driver, s: Subject, rate: number, ms: numbe
   };
 }
 
-export async function measureSaturation(d: Driver, s: Subject, concurrency: number, ms: number): Promise<Row> {
+export async function measureSaturation(
+  d: Driver,
+  s: Subject,
+  concurrency: number,
+  ms: number,
+): Promise<Row> {
   await readLoopDelayP99Ms(s.target.origin); // prom-client resets its histogram on each read
   const cpu0 = readCpuMs(s.pid);
   const stopRss = sampleRss(s.pid);
@@ -100,14 +105,19 @@ export async function measureHold(
 ): Promise<Row> {
   const stopRss = sampleRss(s.pid, 50);
   let rssAllOpen: number | null = null;
+  let heap: Promise<Row> = Promise.resolve({});
   const r = await d.run<HoldResult>(
     { kind: 'hold', target: s.target, provider: 'openai', count, chunks, chunkMs },
-    () => (rssAllOpen = readRssMb(s.pid)),
+    () => {
+      rssAllOpen = readRssMb(s.pid);
+      heap = readHeapMb(s.target.origin);
+    },
   );
   s.sent += count;
   return {
     rss_streams_mb: stopRss(),
     rss_all_open_mb: rssAllOpen,
+    ...(await heap),
     opened: r.opened,
     completed: r.completed,
     errors: r.errors,

@@ -102,7 +102,12 @@ function anthropicWrite(p: Parsed, i: number, n: number): string {
   return out;
 }
 
-function sendStream(res: ServerResponse, write: (i: number, n: number) => string, n: number, gapMs: number): void {
+function sendStream(
+  res: ServerResponse,
+  write: (i: number, n: number) => string,
+  n: number,
+  gapMs: number,
+): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   let i = 0;
   let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;

@@ -92,7 +92,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       if (req.method !== 'GET' || req.url.startsWith('/api/')) {
         return reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } });
       }
-      if (!root) return reply.code(503).type('text/plain').send('The console is not built: run `npm run build`.');
+      if (!root)
+        return reply.code(503).type('text/plain').send('The console is not built: run `npm run build`.');
       // Client-side routes (/keys, /requests/…) all load the single-page console.
       return reply.type('text/html').sendFile('index.html');
     });

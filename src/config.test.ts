@@ -35,7 +35,10 @@ describe('loadConfig', () => {
   });
 
   it('lets flags override the environment and derives secure cookies from an https public URL', () => {
-    const c = loadConfig({ KEYRELAY_PORT: '1' }, { KEYRELAY_PORT: '9000', KEYRELAY_PUBLIC_URL: 'https://relay.example.com/' });
+    const c = loadConfig(
+      { KEYRELAY_PORT: '1' },
+      { KEYRELAY_PORT: '9000', KEYRELAY_PUBLIC_URL: 'https://relay.example.com/' },
+    );
     expect(c.port).toBe(9000);
     expect(c.publicUrl).toBe('https://relay.example.com');
     expect(c.secureCookies).toBe(true);

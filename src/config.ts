@@ -117,7 +117,10 @@ export function loadConfig(
     host: e.KEYRELAY_HOST,
     port: e.KEYRELAY_PORT,
     publicUrl,
-    upstreams: Object.freeze({ openai: e.KEYRELAY_OPENAI_UPSTREAM, anthropic: e.KEYRELAY_ANTHROPIC_UPSTREAM }),
+    upstreams: Object.freeze({
+      openai: e.KEYRELAY_OPENAI_UPSTREAM,
+      anthropic: e.KEYRELAY_ANTHROPIC_UPSTREAM,
+    }),
     dataDir: e.KEYRELAY_DATA_DIR,
     databaseUrl: e.KEYRELAY_DATABASE_URL ?? null,
     redisUrl: e.KEYRELAY_REDIS_URL ?? null,

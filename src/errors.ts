@@ -11,7 +11,10 @@ export const PROXY_ERRORS = {
   proxy_key_expired: { status: 401, message: 'This proxy-api-key has expired.' },
   proxy_key_forbidden: { status: 403, message: 'This proxy-api-key may not use this provider or model.' },
   proxy_bad_request: { status: 400, message: 'Request refused by keyrelay.' },
-  proxy_unknown_provider: { status: 404, message: 'Unknown provider; use /api/proxy/openai or /api/proxy/anthropic.' },
+  proxy_unknown_provider: {
+    status: 404,
+    message: 'Unknown provider; use /api/proxy/openai or /api/proxy/anthropic.',
+  },
   proxy_body_too_large: { status: 413, message: 'Request body exceeds the configured limit.' },
   proxy_rate_limited: { status: 429, message: 'Rate limit for this proxy-api-key reached.' },
   proxy_budget_exceeded: { status: 429, message: 'Budget for this proxy-api-key exhausted.' },

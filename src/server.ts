@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import { buildApp } from './app.js';
 import { MemoryLoginThrottle, type LoginThrottle } from './accounts/throttle.js';
 import { RedisLoginThrottle } from './accounts/redis-throttle.js';
+import { FallbackLoginThrottle } from './accounts/fallback-throttle.js';
 import { LocalKeyEventBus, type KeyEventBus } from './keys/events.js';
 import { LastUsedTracker } from './keys/last-used.js';
 import { createRedisKeyEventBus } from './keys/redis-bus.js';
@@ -53,7 +54,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   if (config.redisUrl) {
     const redisBus = await createRedisKeyEventBus(config.redisUrl, metrics, log);
     bus = redisBus;
-    throttle = new RedisLoginThrottle(redisBus.client);
+    throttle = new FallbackLoginThrottle(new RedisLoginThrottle(redisBus.client), new MemoryLoginThrottle(), log);
   } else {
     bus = new LocalKeyEventBus();
     throttle = new MemoryLoginThrottle();
@@ -67,7 +68,9 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   const inflight = new Set<() => void>();
   const active = new Set<Promise<void>>();
   const keys = new KeyVerifier(configStore, config.keyCacheTtlMs, bus);
-  const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) => warn(err, 'last_used_at write failed'));
+  const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) =>
+    warn(err, 'last_used_at write failed'),
+  );
   const queue = new LogQueue(
     logStore,
     { batchSize: config.logBatchSize, flushMs: config.logFlushMs, maxRows: config.logQueueMax },
@@ -103,7 +106,8 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       active,
       bodyLogBytes: config.bodyLogBytes,
       trustProxy: config.trustProxy,
-      fingerprint: (credential) => createHmac('sha256', fingerprintKey).update(credential).digest('hex').slice(0, 32),
+      fingerprint: (credential) =>
+        createHmac('sha256', fingerprintKey).update(credential).digest('hex').slice(0, 32),
       cost: computeCost,
     },
   });

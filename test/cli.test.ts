@@ -36,7 +36,14 @@ describe('keyrelay CLI', () => {
   });
 
   it('users create prints the account and its default key as JSON', async () => {
-    const out = (await json(['users', 'create', '--email', 'Ops@Example.com', '--password', 'correct horse battery'])) as {
+    const out = (await json([
+      'users',
+      'create',
+      '--email',
+      'Ops@Example.com',
+      '--password',
+      'correct horse battery',
+    ])) as {
       account: { id: string; email: string };
       key: { id: string; name: string; hint: string; key: string };
     };
@@ -50,7 +57,10 @@ describe('keyrelay CLI', () => {
   });
 
   it('keys create, list and revoke by id and by full key', async () => {
-    const created = (await json(['keys', 'create', '--email', 'ops@example.com', '--name', 'ci'])) as Record<string, unknown>;
+    const created = (await json(['keys', 'create', '--email', 'ops@example.com', '--name', 'ci'])) as Record<
+      string,
+      unknown
+    >;
     expect(created).toMatchObject({ name: 'ci', status: 'active' });
     expect(created.key).toMatch(KEY_PATTERN);
     const list = (await json(['keys', 'list', '--email', 'ops@example.com'])) as Record<string, unknown>[];
@@ -64,24 +74,54 @@ describe('keyrelay CLI', () => {
   });
 
   it('requests list shows the newest rows first with the log’s field names', async () => {
-    const user = (await json(['users', 'create', '--email', 'req@example.com', '--password', 'correct horse battery'])) as {
+    const user = (await json([
+      'users',
+      'create',
+      '--email',
+      'req@example.com',
+      '--password',
+      'correct horse battery',
+    ])) as {
       key: { key: string };
     };
     const kr = await startServeProcess(env);
     for (const model of ['gpt-4o-mini', 'gpt-4o']) {
       const res = await request(`${kr.url}/api/proxy/openai/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'proxy-api-key': user.key.key, authorization: 'Bearer sk-x', 'content-type': 'application/json' },
+        headers: {
+          'proxy-api-key': user.key.key,
+          authorization: 'Bearer sk-x',
+          'content-type': 'application/json',
+        },
         body: JSON.stringify({ model, messages: [] }),
       });
       await res.body.dump();
     }
     kr.child.kill('SIGTERM');
     expect(await kr.exited).toBe(0);
-    const rows = (await json(['requests', 'list', '--email', 'req@example.com', '--limit', '5'])) as Record<string, unknown>[];
+    const rows = (await json(['requests', 'list', '--email', 'req@example.com', '--limit', '5'])) as Record<
+      string,
+      unknown
+    >[];
     expect(rows.map((r) => r.model)).toEqual(['gpt-4o', 'gpt-4o-mini']);
-    expect(rows[0]).toMatchObject({ provider: 'openai', status: 200, outcome: 'ok', input_tokens: 11, output_tokens: 7 });
-    for (const f of ['id', 'created_at', 'key_id', 'account_id', 'latency_ms', 'ttfb_ms', 'usage_source', 'cost_usd', 'price_source']) {
+    expect(rows[0]).toMatchObject({
+      provider: 'openai',
+      status: 200,
+      outcome: 'ok',
+      input_tokens: 11,
+      output_tokens: 7,
+    });
+    for (const f of [
+      'id',
+      'created_at',
+      'key_id',
+      'account_id',
+      'latency_ms',
+      'ttfb_ms',
+      'usage_source',
+      'cost_usd',
+      'price_source',
+    ]) {
       expect(rows[0]).toHaveProperty(f);
     }
     const all = (await json(['requests', 'list', '--limit', '1'])) as unknown[];

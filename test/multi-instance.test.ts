@@ -106,7 +106,10 @@ describe('several instances on one PostgreSQL and one Redis', () => {
   it('refuses on both instances a key revoked with the CLI against the same database and Redis', async () => {
     const k = await createKeyOn(onA, 'cli');
     for (const inst of [a, b]) expect((await callProxy(inst.url, k.key)).status).toBe(200);
-    const cli = await runCli(['keys', 'revoke', k.id], { KEYRELAY_DATABASE_URL: db.url, KEYRELAY_REDIS_URL: REDIS_URL });
+    const cli = await runCli(['keys', 'revoke', k.id], {
+      KEYRELAY_DATABASE_URL: db.url,
+      KEYRELAY_REDIS_URL: REDIS_URL,
+    });
     expect(cli.code, cli.stderr).toBe(0);
     for (const inst of [a, b]) {
       await waitFor(

@@ -26,7 +26,11 @@ describe('operations endpoints', () => {
     for (const status of [undefined, '500']) {
       const res = await request(`${h.url}/api/proxy/openai/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'proxy-api-key': key, 'content-type': 'application/json', ...(status ? { 'x-fake-status': status } : {}) },
+        headers: {
+          'proxy-api-key': key,
+          'content-type': 'application/json',
+          ...(status ? { 'x-fake-status': status } : {}),
+        },
         body: JSON.stringify({ model: 'gpt-4o', messages: [] }),
       });
       await res.body.dump();
@@ -35,7 +39,9 @@ describe('operations endpoints', () => {
     const m = await get('/metrics');
     expect(m.type).toContain('text/plain');
     expect(m.text).toContain('keyrelay_requests_total{provider="openai",status="200",outcome="ok"} 1');
-    expect(m.text).toContain('keyrelay_requests_total{provider="openai",status="500",outcome="upstream_error"} 1');
+    expect(m.text).toContain(
+      'keyrelay_requests_total{provider="openai",status="500",outcome="upstream_error"} 1',
+    );
     expect(m.text).toMatch(/keyrelay_request_duration_seconds_count\{provider="openai"\} 2/);
     expect(m.text).toMatch(/keyrelay_time_to_first_byte_seconds_bucket/);
     expect(m.text).toContain('keyrelay_tokens_total{provider="openai",type="input"} 11');

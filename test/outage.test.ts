@@ -8,7 +8,14 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from './console-harness.js';
 import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
-import { REDIS_URL, callProxy, readMetric, startInstance, waitFor, type Instance } from './helpers/cluster.js';
+import {
+  REDIS_URL,
+  callProxy,
+  readMetric,
+  startInstance,
+  waitFor,
+  type Instance,
+} from './helpers/cluster.js';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
 import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
 
@@ -143,5 +150,125 @@ describe('PostgreSQL outage under load', () => {
     for (const reason of ['queue_full', 'rejected']) {
       expect(await readMetric(kr.url, `keyrelay_log_rows_dropped_total{reason="${reason}"}`)).toBeNull();
     }
+  }, 120_000);
+});
+
+/** Two instances on the shared database whose Redis connections go through a fault proxy. */
+async function startPairBehind(
+  redis: FaultProxy,
+  ttlMs: number,
+): Promise<{ a: Instance; b: Instance; onA: Client }> {
+  const env = {
+    KEYRELAY_DATABASE_URL: db.url,
+    KEYRELAY_REDIS_URL: `redis://${redis.host}`,
+    KEYRELAY_KEY_CACHE_TTL_MS: String(ttlMs),
+  };
+  const [a, b] = await Promise.all([start(env), start(env)]);
+  const onA = new Client(a.url);
+  await onA.signup(`redis-outage-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`);
+  return { a, b, onA };
+}
+
+const redisUp = (inst: Instance) => readMetric(inst.url, 'keyrelay_redis_up');
+
+async function waitRedisUp(inst: Instance, value: 0 | 1): Promise<void> {
+  await waitFor(`keyrelay_redis_up ${value} on ${inst.url}`, async () =>
+    (await redisUp(inst)) === value ? true : undefined,
+  );
+}
+
+describe('Redis outage', () => {
+  const TTL_MS = 2_000;
+
+  it('falls back to the key cache TTL for revocation, reports redis_up 0 and keeps running', async () => {
+    const redis = await faultProxyTo(6379);
+    const { a, b, onA } = await startPairBehind(redis, TTL_MS);
+    const k = await createKeyOn(onA, 'ttl backstop');
+    for (const inst of [a, b]) await waitRedisUp(inst, 1);
+
+    redis.cut('refuse');
+    for (const inst of [a, b]) await waitRedisUp(inst, 0);
+
+    // Warm B's cache now, so the entry is as fresh as it can be when the revocation lands.
+    expect((await callProxy(b.url, k.key)).status).toBe(200);
+    const revokedAt = performance.now();
+    const revoked = await onA.post(`/keys/${k.id}/revoke`, {});
+    expect(revoked.status, revoked.text).toBe(200);
+    expect((await callProxy(a.url, k.key)).status).toBe(401);
+    const elapsed = await waitFor(
+      'B to refuse the revoked key through its cache TTL',
+      async () =>
+        (await callProxy(b.url, k.key)).status === 401 ? performance.now() - revokedAt : undefined,
+      TTL_MS + 10_000,
+      20,
+    );
+    console.log(
+      `Redis down: revocation on A refused by B after ${elapsed.toFixed(0)} ms (cache TTL ${TTL_MS} ms)`,
+    );
+    expect(elapsed).toBeLessThanOrEqual(TTL_MS + 1_000);
+
+    // Login throttling lives in Redis: with Redis away the login must answer, not hang or crash.
+    const login = await new Client(a.url).post('/login', {
+      email: 'nobody@example.com',
+      password: 'wrong password',
+    });
+    console.log(`Redis down: console login answered ${login.status} ${login.text}`);
+    expect([401, 503, 500]).toContain(login.status);
+    expect(login.json?.error?.code).toBeTypeOf('string');
+
+    for (const inst of [a, b]) expect(inst.alive()).toBe(true);
+    redis.restore();
+    for (const inst of [a, b]) await waitRedisUp(inst, 1);
+  }, 120_000);
+
+  it('flushes the key cache when Redis returns, so a key revoked meanwhile is refused at once', async () => {
+    const redis = await faultProxyTo(6379);
+    // A minute of TTL: only the flush on reconnect can explain a prompt refusal.
+    const { a, b, onA } = await startPairBehind(redis, 60_000);
+    const k = await createKeyOn(onA, 'flush on reconnect');
+    for (const inst of [a, b]) await waitRedisUp(inst, 1);
+    expect((await callProxy(b.url, k.key)).status).toBe(200);
+
+    redis.cut('refuse');
+    await waitRedisUp(b, 0);
+    const revoked = await onA.post(`/keys/${k.id}/revoke`, {});
+    expect(revoked.status, revoked.text).toBe(200);
+    // The event is lost: B keeps serving the key from its cache while Redis is away.
+    expect((await callProxy(b.url, k.key)).status).toBe(200);
+
+    redis.restore();
+    await waitRedisUp(b, 1);
+    const r = await callProxy(b.url, k.key);
+    expect(r.status, r.text).toBe(401);
+    expect(r.text).toContain('proxy_key_revoked');
+  }, 120_000);
+
+  it('answers revocations and logins promptly when Redis stops answering without closing (partition)', async () => {
+    const redis = await faultProxyTo(6379);
+    const { a, onA } = await startPairBehind(redis, TTL_MS);
+    const k = await createKeyOn(onA, 'partition');
+    await waitRedisUp(a, 1);
+
+    redis.cut('blackhole');
+    const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+      const t = performance.now();
+      const v = await fn();
+      return [v, performance.now() - t];
+    };
+    const [revoked, revokeMs] = await timed(() => onA.post(`/keys/${k.id}/revoke`, {}));
+    const [login, loginMs] = await timed(() =>
+      new Client(a.url).post('/login', { email: 'nobody@example.com', password: 'wrong password' }),
+    );
+    console.log(
+      `Redis partitioned: revoke answered ${revoked.status} in ${revokeMs.toFixed(0)} ms, ` +
+        `login answered ${login.status} in ${loginMs.toFixed(0)} ms`,
+    );
+    expect(revoked.status, revoked.text).toBe(200);
+    expect((await callProxy(a.url, k.key)).status).toBe(401);
+    expect(revokeMs).toBeLessThan(10_000);
+    expect(loginMs).toBeLessThan(10_000);
+    expect(a.alive()).toBe(true);
+    redis.restore();
+    await waitRedisUp(a, 1);
   }, 120_000);
 });

@@ -32,7 +32,8 @@ const fakeOf = (p: Provider): FakeUpstream => (p === 'openai' ? h.openai : h.ant
 
 function streamRequest(provider: Provider, fakeHeaders: string[], body?: string): string {
   const json =
-    body ?? JSON.stringify({ model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], stream: true });
+    body ??
+    JSON.stringify({ model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], stream: true });
   return (
     rawHead(`POST /api/proxy/${provider}${PATHS[provider]} HTTP/1.1`, [
       'Host: keyrelay.test',
@@ -74,7 +75,9 @@ describe.each(['openai', 'anthropic'] as const)('%s: caller disconnects', (provi
     // The first abort in a fresh process runs cold code paths (in this same process as the fakes, so it
     // delays their bookkeeping too); warm them up so the timed checks measure keyrelay, not the JIT.
     const fake = fakeOf(provider);
-    const socket = await openUntil(streamRequest(provider, ['x-fake-event-delay-ms: 300']), (t) => t.includes('\r\n\r\n'));
+    const socket = await openUntil(streamRequest(provider, ['x-fake-event-delay-ms: 300']), (t) =>
+      t.includes('\r\n\r\n'),
+    );
     const closes = fake.socketsClosed.length;
     socket.destroy();
     await nextCloseAfter(fake, closes);
@@ -124,6 +127,17 @@ describe.each(['openai', 'anthropic'] as const)('%s: upstream fails mid-stream',
     expect(res.body.toString().split('\n\n').length - 1).toBe(3);
   });
 
+  it('hands the caller upstream’s response head before the first event, even if the stream then stalls', async () => {
+    const res = await rawExchange(
+      h.kr.port,
+      streamRequest(provider, ['x-fake-stall-after-events: 0']),
+      10_000,
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']?.[0]).toContain('text/event-stream');
+    expect(res.complete).toBe(false);
+  });
+
   it('makes an HTTP client raise an error (not a clean end) when upstream drops', async () => {
     const res = await request(`${h.url}/api/proxy/${provider}${PATHS[provider]}`, {
       method: 'POST',
@@ -136,7 +150,11 @@ describe.each(['openai', 'anthropic'] as const)('%s: upstream fails mid-stream',
 
   it('ends the caller’s response abnormally when upstream stalls longer than the idle timeout', async () => {
     const started = Date.now();
-    const res = await rawExchange(h.kr.port, streamRequest(provider, ['x-fake-stall-after-events: 2']), 10_000);
+    const res = await rawExchange(
+      h.kr.port,
+      streamRequest(provider, ['x-fake-stall-after-events: 2']),
+      10_000,
+    );
     expect(res.status).toBe(200);
     expect(res.complete).toBe(false);
     expect(res.body.toString().split('\n\n').length - 1).toBe(2);
@@ -144,9 +162,42 @@ describe.each(['openai', 'anthropic'] as const)('%s: upstream fails mid-stream',
   });
 });
 
+describe('upstream drops a non-streamed response', () => {
+  it('leaves the caller short of the declared content-length instead of ending cleanly', async () => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
+    const res = await rawExchange(h.kr.port, streamRequest('openai', ['x-fake-drop-after-events: 0'], body));
+    expect(res.status).toBe(200);
+    expect(Number(res.headers['content-length']?.[0])).toBeGreaterThan(0);
+    expect(res.complete).toBe(false);
+  });
+});
+
+describe('caller disconnects while still sending its body', () => {
+  it('never contacts the upstream', async () => {
+    const before = h.openai.requests.length;
+    const socket = connect(h.kr.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.write(
+      rawHead('POST /api/proxy/openai/v1/embeddings HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'Content-Length: 5000',
+      ]) + '{"input":"',
+    );
+    await sleep(200);
+    socket.destroy();
+    await sleep(300);
+    expect(h.openai.requests.length).toBe(before);
+  });
+});
+
 describe('upstream drops while keyrelay strips the usage it asked for', () => {
   it('still ends the OpenAI caller’s response abnormally', async () => {
-    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const body = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const res = await rawExchange(h.kr.port, streamRequest('openai', ['x-fake-drop-after-events: 3'], body));
     expect(res.status).toBe(200);
     expect(res.complete).toBe(false);

@@ -44,7 +44,11 @@ describe('slow reader', () => {
     socket.on('data', onData);
     const ended = new Promise<void>((resolve) => socket.on('end', () => resolve()));
     socket.write(
-      rawHead('GET /api/proxy/openai/v1/big HTTP/1.1', ['Host: keyrelay.test', `proxy-api-key: ${key}`, 'Connection: close']),
+      rawHead('GET /api/proxy/openai/v1/big HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'Connection: close',
+      ]),
     );
     await big.waitForRequests(1, 10_000);
     const rec = big.requests[0]!;

@@ -96,19 +96,26 @@ describe('request bodies', () => {
     }
   });
 
-  it.each(['GET', 'DELETE', 'OPTIONS'])('forwards a %s without a body as one without a body', async (method) => {
-    const before = h.openai.requests.length;
-    const res = await rawExchange(
-      h.kr.port,
-      rawHead(`${method} /api/proxy/openai/v1/models HTTP/1.1`, ['Host: keyrelay.test', `proxy-api-key: ${key}`, 'Connection: close']),
-    );
-    expect(res.status).toBeLessThan(500);
-    const rec = await lastOpenAIRequestAfter(before);
-    expect(rec.method).toBe(method);
-    expect(rec.body.length).toBe(0);
-    expect(rec.headers['transfer-encoding']).toBeUndefined();
-    expect(Number(rec.headers['content-length'] ?? 0)).toBe(0);
-  });
+  it.each(['GET', 'DELETE', 'OPTIONS'])(
+    'forwards a %s without a body as one without a body',
+    async (method) => {
+      const before = h.openai.requests.length;
+      const res = await rawExchange(
+        h.kr.port,
+        rawHead(`${method} /api/proxy/openai/v1/models HTTP/1.1`, [
+          'Host: keyrelay.test',
+          `proxy-api-key: ${key}`,
+          'Connection: close',
+        ]),
+      );
+      expect(res.status).toBeLessThan(500);
+      const rec = await lastOpenAIRequestAfter(before);
+      expect(rec.method).toBe(method);
+      expect(rec.body.length).toBe(0);
+      expect(rec.headers['transfer-encoding']).toBeUndefined();
+      expect(Number(rec.headers['content-length'] ?? 0)).toBe(0);
+    },
+  );
 
   it('forwards an empty POST body as empty', async () => {
     const before = h.anthropic.requests.length;
@@ -139,7 +146,11 @@ describe('paths and query strings', () => {
     const before = h.openai.requests.length;
     const res = await rawExchange(
       h.kr.port,
-      rawHead(`GET /api/proxy/openai${path} HTTP/1.1`, ['Host: keyrelay.test', `proxy-api-key: ${key}`, 'Connection: close']),
+      rawHead(`GET /api/proxy/openai${path} HTTP/1.1`, [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'Connection: close',
+      ]),
     );
     expect(res.status).not.toBe(400);
     expect((await lastOpenAIRequestAfter(before)).url).toBe(path);
@@ -149,7 +160,11 @@ describe('paths and query strings', () => {
     const before = h.anthropic.requests.length;
     const res = await rawExchange(
       h.kr.port,
-      rawHead('GET /api/proxy/anthropic?x=1 HTTP/1.1', ['Host: keyrelay.test', `proxy-api-key: ${key}`, 'Connection: close']),
+      rawHead('GET /api/proxy/anthropic?x=1 HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'Connection: close',
+      ]),
     );
     expect(res.status).toBeLessThan(500);
     await h.anthropic.waitForRequests(before + 1);

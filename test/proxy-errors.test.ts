@@ -38,7 +38,11 @@ interface Answer {
   body: string;
 }
 
-async function call(provider: Provider, headers: Record<string, string>, body = '{"model":"m"}'): Promise<Answer> {
+async function call(
+  provider: Provider,
+  headers: Record<string, string>,
+  body = '{"model":"m"}',
+): Promise<Answer> {
   const res = await request(`${h.url}/api/proxy/${provider}${PATHS[provider]}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -53,7 +57,10 @@ function expectError(res: Answer, provider: Provider, status: number, code: stri
   expect(res.headers['x-keyrelay-error']).toBe(code);
   expect(res.headers['x-keyrelay-request-id']).toMatch(/\S/);
   expect(res.headers['content-type']).toContain('application/json');
-  const body = JSON.parse(res.body) as { type?: string; error: { type: string; message: string; code?: string } };
+  const body = JSON.parse(res.body) as {
+    type?: string;
+    error: { type: string; message: string; code?: string };
+  };
   if (provider === 'openai') {
     expect(Object.keys(body)).toEqual(['error']);
     expect(body.error).toEqual({ message: expect.any(String), type: 'keyrelay_error', code });
@@ -107,8 +114,15 @@ describe.each(PROVIDERS)('%s route: keyrelay’s own errors', (provider) => {
   });
 
   it('answers 400 proxy_bad_request for a refused path', async () => {
-    const res = await request(`${h.url}/api/proxy/${provider}/v1/..%2f..%2fx`, { headers: { 'proxy-api-key': key } });
-    expectError({ status: res.statusCode, headers: res.headers, body: await res.body.text() }, provider, 400, 'proxy_bad_request');
+    const res = await request(`${h.url}/api/proxy/${provider}/v1/..%2f..%2fx`, {
+      headers: { 'proxy-api-key': key },
+    });
+    expectError(
+      { status: res.statusCode, headers: res.headers, body: await res.body.text() },
+      provider,
+      400,
+      'proxy_bad_request',
+    );
   });
 
   it('answers 413 proxy_body_too_large for a declared content-length over the limit, without contacting upstream', async () => {
@@ -116,6 +130,15 @@ describe.each(PROVIDERS)('%s route: keyrelay’s own errors', (provider) => {
     const res = await call(provider, { 'proxy-api-key': key }, JSON.stringify({ pad: 'x'.repeat(2000) }));
     expectError(res, provider, 413, 'proxy_body_too_large');
     expect(fake().requests.length).toBe(before);
+  });
+
+  it('accepts a body of exactly the limit', async () => {
+    const res = await call(
+      provider,
+      { 'proxy-api-key': key },
+      JSON.stringify({ pad: 'x'.repeat(1000 - 10) }),
+    );
+    expect(res.status).toBe(200);
   });
 
   it('answers 413 proxy_body_too_large for a chunked body over the limit, without contacting upstream', async () => {
@@ -129,10 +152,17 @@ describe.each(PROVIDERS)('%s route: keyrelay’s own errors', (provider) => {
         `proxy-api-key: ${key}`,
         'Content-Type: application/json',
         'Transfer-Encoding: chunked',
-      ]) + chunks + '0\r\n\r\n',
+      ]) +
+        chunks +
+        '0\r\n\r\n',
     );
     const headers = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, v.join(', ')]));
-    expectError({ status: res.status, headers, body: res.body.toString() }, provider, 413, 'proxy_body_too_large');
+    expectError(
+      { status: res.status, headers, body: res.body.toString() },
+      provider,
+      413,
+      'proxy_body_too_large',
+    );
     expect(fake().requests.length).toBe(before);
   });
 
@@ -144,65 +174,90 @@ describe.each(PROVIDERS)('%s route: keyrelay’s own errors', (provider) => {
 
 describe('routes and upstreams that do not exist', () => {
   it('answers 404 proxy_unknown_provider (OpenAI shape) for /api/proxy/<other>/', async () => {
-    for (const path of ['/api/proxy/google/v1/models', '/api/proxy/OpenAI/v1/models', '/api/proxy/', '/api/proxy/x']) {
+    for (const path of [
+      '/api/proxy/google/v1/models',
+      '/api/proxy/OpenAI/v1/models',
+      '/api/proxy/',
+      '/api/proxy/x',
+    ]) {
       const res = await request(h.url + path, { headers: { 'proxy-api-key': key } });
-      expectError({ status: res.statusCode, headers: res.headers, body: await res.body.text() }, 'openai', 404, 'proxy_unknown_provider');
+      expectError(
+        { status: res.statusCode, headers: res.headers, body: await res.body.text() },
+        'openai',
+        404,
+        'proxy_unknown_provider',
+      );
     }
   });
 
-  it.each(PROVIDERS)('answers 502 proxy_upstream_unreachable on a %s route when the upstream port is closed', async (provider) => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const env = provider === 'openai' ? 'KEYRELAY_OPENAI_UPSTREAM' : 'KEYRELAY_ANTHROPIC_UPSTREAM';
-    const h2 = await startHarness({ [env]: `http://127.0.0.1:${port}` });
-    try {
+  it.each(PROVIDERS)(
+    'answers 502 proxy_upstream_unreachable on a %s route when the upstream port is closed',
+    async (provider) => {
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const port = (closed.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const env = provider === 'openai' ? 'KEYRELAY_OPENAI_UPSTREAM' : 'KEYRELAY_ANTHROPIC_UPSTREAM';
+      const h2 = await startHarness({ [env]: `http://127.0.0.1:${port}` });
+      try {
+        const { key: k2 } = await h2.newUser();
+        const res = await request(`${h2.url}/api/proxy/${provider}${PATHS[provider]}`, {
+          method: 'POST',
+          headers: { 'proxy-api-key': k2, 'content-type': 'application/json' },
+          body: '{}',
+        });
+        expectError(
+          { status: res.statusCode, headers: res.headers, body: await res.body.text() },
+          provider,
+          502,
+          'proxy_upstream_unreachable',
+        );
+      } finally {
+        await h2.close();
+      }
+    },
+  );
+
+  it.each(PROVIDERS)(
+    'answers 503 proxy_unavailable with retry-after on a %s route while draining',
+    async (provider) => {
+      const h2 = await startHarness();
       const { key: k2 } = await h2.newUser();
-      const res = await request(`${h2.url}/api/proxy/${provider}${PATHS[provider]}`, {
-        method: 'POST',
-        headers: { 'proxy-api-key': k2, 'content-type': 'application/json' },
-        body: '{}',
-      });
-      expectError({ status: res.statusCode, headers: res.headers, body: await res.body.text() }, provider, 502, 'proxy_upstream_unreachable');
-    } finally {
+      const fake = provider === 'openai' ? h2.openai : h2.anthropic;
+      const head = (extra: string[]) =>
+        rawHead(`POST /api/proxy/${provider}${PATHS[provider]} HTTP/1.1`, [
+          'Host: keyrelay.test',
+          `proxy-api-key: ${k2}`,
+          'Content-Type: application/json',
+          'Content-Length: 2',
+          ...extra,
+        ]) + '{}';
+      // One connection: a slow request keeps it (and the drain) busy; a second request on it arrives mid-drain.
+      const socket = connect(h2.kr.port, '127.0.0.1');
+      let received = '';
+      socket.on('data', (b: Buffer) => (received += b.toString('latin1')));
+      socket.write(head(['x-fake-first-byte-delay-ms: 1500']));
+      await fake.waitForRequests(1);
+      const stopped = h2.kr.stop();
+      socket.write(head(['Connection: close']));
+      await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      await stopped;
       await h2.close();
-    }
-  });
-
-  it.each(PROVIDERS)('answers 503 proxy_unavailable with retry-after on a %s route while draining', async (provider) => {
-    const h2 = await startHarness();
-    const { key: k2 } = await h2.newUser();
-    const fake = provider === 'openai' ? h2.openai : h2.anthropic;
-    const head = (extra: string[]) =>
-      rawHead(`POST /api/proxy/${provider}${PATHS[provider]} HTTP/1.1`, [
-        'Host: keyrelay.test',
-        `proxy-api-key: ${k2}`,
-        'Content-Type: application/json',
-        'Content-Length: 2',
-        ...extra,
-      ]) + '{}';
-    // One connection: a slow request keeps it (and the drain) busy; a second request on it arrives mid-drain.
-    const socket = connect(h2.kr.port, '127.0.0.1');
-    let received = '';
-    socket.on('data', (b: Buffer) => (received += b.toString('latin1')));
-    socket.write(head(['x-fake-first-byte-delay-ms: 1500']));
-    await fake.waitForRequests(1);
-    const stopped = h2.kr.stop();
-    socket.write(head(['Connection: close']));
-    await new Promise<void>((resolve) => socket.on('close', () => resolve()));
-    await stopped;
-    await h2.close();
-    const responses = received.split(/(?=HTTP\/1\.1 )/);
-    expect(responses).toHaveLength(2);
-    expect(responses[0]).toMatch(/^HTTP\/1\.1 200 /);
-    const second = responses[1]!;
-    expect(second).toMatch(/^HTTP\/1\.1 503 /);
-    expect(second).toMatch(/\r\nretry-after: \d+\r\n/i);
-    expect(second).toMatch(/\r\nx-keyrelay-error: proxy_unavailable\r\n/i);
-    const body = second.slice(second.indexOf('\r\n\r\n') + 4);
-    const headers = { 'x-keyrelay-error': 'proxy_unavailable', 'x-keyrelay-request-id': 'x', 'content-type': 'application/json' };
-    expectError({ status: 503, headers, body }, provider, 503, 'proxy_unavailable');
-    expect(fake.requests).toHaveLength(1);
-  });
+      const responses = received.split(/(?=HTTP\/1\.1 )/);
+      expect(responses).toHaveLength(2);
+      expect(responses[0]).toMatch(/^HTTP\/1\.1 200 /);
+      const second = responses[1]!;
+      expect(second).toMatch(/^HTTP\/1\.1 503 /);
+      expect(second).toMatch(/\r\nretry-after: \d+\r\n/i);
+      expect(second).toMatch(/\r\nx-keyrelay-error: proxy_unavailable\r\n/i);
+      const body = second.slice(second.indexOf('\r\n\r\n') + 4);
+      const headers = {
+        'x-keyrelay-error': 'proxy_unavailable',
+        'x-keyrelay-request-id': 'x',
+        'content-type': 'application/json',
+      };
+      expectError({ status: 503, headers, body }, provider, 503, 'proxy_unavailable');
+      expect(fake.requests).toHaveLength(1);
+    },
+  );
 });

@@ -57,7 +57,9 @@ const FORWARDED: [string, string][] = [
   ['Content-Type', 'application/json; charset=utf-8'],
 ];
 
-async function sendAll(provider: 'openai' | 'anthropic'): Promise<{ res: RawResponse; rec: RecordedRequest }> {
+async function sendAll(
+  provider: 'openai' | 'anthropic',
+): Promise<{ res: RawResponse; rec: RecordedRequest }> {
   const fake = provider === 'openai' ? h.openai : h.anthropic;
   const before = fake.requests.length;
   const body = '{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5}';
@@ -69,7 +71,10 @@ async function sendAll(provider: 'openai' | 'anthropic'): Promise<{ res: RawResp
     `Content-Length: ${body.length}`,
   ];
   const path = provider === 'openai' ? '/v1/chat/completions' : '/v1/messages';
-  const res = await rawExchange(h.kr.port, rawHead(`POST /api/proxy/${provider}${path} HTTP/1.1`, lines) + body);
+  const res = await rawExchange(
+    h.kr.port,
+    rawHead(`POST /api/proxy/${provider}${path} HTTP/1.1`, lines) + body,
+  );
   const rec = fake.requests[before]!;
   return { res, rec };
 }
@@ -107,7 +112,8 @@ describe.each(['openai', 'anthropic'] as const)('%s request headers', (provider)
 
   it.each(FORWARDED)('forwards %s byte-for-byte (name case and value)', (name, value) => {
     const pairs: [string, string][] = [];
-    for (let i = 0; i < rec.rawHeaders.length; i += 2) pairs.push([rec.rawHeaders[i]!, rec.rawHeaders[i + 1]!]);
+    for (let i = 0; i < rec.rawHeaders.length; i += 2)
+      pairs.push([rec.rawHeaders[i]!, rec.rawHeaders[i + 1]!]);
     expect(pairs.filter(([n]) => n.toLowerCase() === name.toLowerCase())).toEqual([[name, value.trim()]]);
   });
 
@@ -115,6 +121,25 @@ describe.each(['openai', 'anthropic'] as const)('%s request headers', (provider)
     const wanted = new Set(FORWARDED.map(([n]) => n));
     const order = rec.rawHeaders.filter((n, i) => i % 2 === 0 && wanted.has(n));
     expect(order).toEqual(FORWARDED.map(([n]) => n));
+  });
+});
+
+describe('an upgrade request', () => {
+  it('does not forward Upgrade or Connection: Upgrade, and is answered as a plain request', async () => {
+    const before = h.openai.requests.length;
+    const res = await rawExchange(
+      h.kr.port,
+      rawHead('GET /api/proxy/openai/v1/models HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'Connection: Upgrade',
+        'Upgrade: websocket',
+      ]),
+    );
+    expect(res.status).toBe(200);
+    const rec = h.openai.requests[before]!;
+    expect(rec.headers.upgrade).toBeUndefined();
+    expect(rec.headers.connection ?? '').not.toMatch(/upgrade/i);
   });
 });
 
@@ -149,37 +174,47 @@ describe('response headers', () => {
     );
   }
 
-  it.each(['openai', 'anthropic'] as const)('drops set-cookie, alt-svc and hop-by-hop headers from %s responses', async (provider) => {
-    const res = await get(provider);
-    expect(res.status).toBe(200);
-    expect(res.complete).toBe(true);
-    for (const name of ['set-cookie', 'alt-svc', 'x-resp-hop', 'keep-alive', 'proxy-authenticate']) {
-      expect(res.headers[name], name).toBeUndefined();
-    }
-    expect(res.headers.connection?.join() ?? '').not.toMatch(/x-resp-hop/i);
-    // Node re-frames the stream: exactly one transfer-encoding, and no content-length alongside it.
-    expect(res.headers['transfer-encoding']).toEqual(['chunked']);
-    expect(res.headers['content-length']).toBeUndefined();
-  });
+  it.each(['openai', 'anthropic'] as const)(
+    'drops set-cookie, alt-svc and hop-by-hop headers from %s responses',
+    async (provider) => {
+      const res = await get(provider);
+      expect(res.status).toBe(200);
+      expect(res.complete).toBe(true);
+      for (const name of ['set-cookie', 'alt-svc', 'x-resp-hop', 'keep-alive', 'proxy-authenticate']) {
+        expect(res.headers[name], name).toBeUndefined();
+      }
+      expect(res.headers.connection?.join() ?? '').not.toMatch(/x-resp-hop/i);
+      // Node re-frames the stream: exactly one transfer-encoding, and no content-length alongside it.
+      expect(res.headers['transfer-encoding']).toEqual(['chunked']);
+      expect(res.headers['content-length']).toBeUndefined();
+    },
+  );
 
-  it.each(['openai', 'anthropic'] as const)('passes the other %s response headers through unchanged', async (provider) => {
-    const res = await get(provider);
-    expect(res.headers['anthropic-ratelimit-requests-limit']).toEqual(['50']);
-    expect(res.headers['anthropic-ratelimit-tokens-remaining']).toEqual(['39000']);
-    expect(res.headers['retry-after']).toEqual(['7']);
-    expect(res.headers['x-upstream-custom']).toEqual(['Keep  This']);
-    expect(res.headers['content-type']?.[0]).toContain('text/event-stream');
-    expect(res.headers['x-keyrelay-request-id']).toHaveLength(1);
-    if (provider === 'openai') {
-      expect(res.headers['x-request-id']?.[0]).toMatch(/^req_/);
-      expect(res.headers['openai-processing-ms']).toEqual(['12']);
-    }
-  });
+  it.each(['openai', 'anthropic'] as const)(
+    'passes the other %s response headers through unchanged',
+    async (provider) => {
+      const res = await get(provider);
+      expect(res.headers['anthropic-ratelimit-requests-limit']).toEqual(['50']);
+      expect(res.headers['anthropic-ratelimit-tokens-remaining']).toEqual(['39000']);
+      expect(res.headers['retry-after']).toEqual(['7']);
+      expect(res.headers['x-upstream-custom']).toEqual(['Keep  This']);
+      expect(res.headers['content-type']?.[0]).toContain('text/event-stream');
+      expect(res.headers['x-keyrelay-request-id']).toHaveLength(1);
+      if (provider === 'openai') {
+        expect(res.headers['x-request-id']?.[0]).toMatch(/^req_/);
+        expect(res.headers['openai-processing-ms']).toEqual(['12']);
+      }
+    },
+  );
 
   it('keeps an upstream content-length on a non-streamed response', async () => {
     const res = await rawExchange(
       h.kr.port,
-      rawHead('GET /api/proxy/openai/v1/models HTTP/1.1', ['Host: keyrelay.test', `proxy-api-key: ${key}`, 'Connection: close']),
+      rawHead('GET /api/proxy/openai/v1/models HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'Connection: close',
+      ]),
     );
     expect(res.status).toBe(200);
     expect(res.complete).toBe(true);
@@ -200,7 +235,10 @@ describe('response headers', () => {
     ];
     const statuses: number[] = [];
     for (const [line, ...extra] of requests) {
-      const res = await rawExchange(h.kr.port, rawHead(line!, ['Host: keyrelay.test', ...extra, 'Connection: close']));
+      const res = await rawExchange(
+        h.kr.port,
+        rawHead(line!, ['Host: keyrelay.test', ...extra, 'Connection: close']),
+      );
       statuses.push(res.status);
       expect(res.headers['x-keyrelay-request-id'], line).toHaveLength(1);
       ids.push(res.headers['x-keyrelay-request-id']![0]!);

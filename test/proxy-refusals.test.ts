@@ -94,22 +94,28 @@ const PATH_CORPUS = [
 const corpus = PATH_CORPUS.map((p) => p.replaceAll('D', '__DECOY__'));
 
 describe('refused request targets', () => {
-  it.each(['openai', 'anthropic'] as const)('refuses every %s path in the traversal corpus with 400, sending nothing', async (provider) => {
-    const fake = provider === 'openai' ? h.openai : h.anthropic;
-    const before = fake.requests.length;
-    for (const path of corpus) {
-      const target = `/api/proxy/${provider}${path.replaceAll('__DECOY__', d)}`;
-      const res = await send(target);
-      expect.soft(res.status, target).toBe(400);
-      expectRefused(res, provider);
-    }
-    expect(fake.requests.length).toBe(before);
-    expect(decoy.connections).toBe(0);
-  });
+  it.each(['openai', 'anthropic'] as const)(
+    'refuses every %s path in the traversal corpus with 400, sending nothing',
+    async (provider) => {
+      const fake = provider === 'openai' ? h.openai : h.anthropic;
+      const before = fake.requests.length;
+      for (const path of corpus) {
+        const target = `/api/proxy/${provider}${path.replaceAll('__DECOY__', d)}`;
+        const res = await send(target);
+        expect.soft(res.status, target).toBe(400);
+        expectRefused(res, provider);
+      }
+      expect(fake.requests.length).toBe(before);
+      expect(decoy.connections).toBe(0);
+    },
+  );
 
   it.each([
     ['absolute-form naming the decoy', () => `http://${d}/api/proxy/openai/v1/models`],
-    ['absolute-form naming keyrelay itself', () => `http://127.0.0.1:${h.kr.port}/api/proxy/openai/v1/models`],
+    [
+      'absolute-form naming keyrelay itself',
+      () => `http://127.0.0.1:${h.kr.port}/api/proxy/openai/v1/models`,
+    ],
     ['absolute-form https', () => `https://${d}/v1/models`],
     ['a leading // outside the proxy prefix', () => `//${d}/api/proxy/openai/v1/models`],
   ])('refuses %s with 400 and contacts nothing', async (_name, target) => {
@@ -150,7 +156,10 @@ describe('refused request targets', () => {
     for (const provider of ['openai', 'anthropic'] as const) {
       const fake = provider === 'openai' ? h.openai : h.anthropic;
       const before = fake.requests.length;
-      const res = await send(`/api/proxy/${provider}/v1/models`, [line(), line().replace(/: .*/, ': second-value')]);
+      const res = await send(`/api/proxy/${provider}/v1/models`, [
+        line(),
+        line().replace(/: .*/, ': second-value'),
+      ]);
       expectRefused(res, provider);
       expect(fake.requests.length).toBe(before);
     }

@@ -33,7 +33,11 @@ const anthropicVia = (baseURL: string, proxyKey?: string) =>
 
 /** Fields that differ between two calls by nature (none in the fakes' deterministic output). */
 const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Say hi' }] };
-const msg = { model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user' as const, content: 'Say hi' }] };
+const msg = {
+  model: 'claude-sonnet-4-5',
+  max_tokens: 100,
+  messages: [{ role: 'user' as const, content: 'Say hi' }],
+};
 
 describe('OpenAI SDK through keyrelay', () => {
   it('returns the same chat completion as the upstream directly', async () => {
@@ -57,7 +61,11 @@ describe('OpenAI SDK through keyrelay', () => {
   it('streams with include_usage the same as directly, usage chunk included', async () => {
     const collect = async (client: OpenAI) => {
       const out: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
-      const s = await client.chat.completions.create({ ...chat, stream: true, stream_options: { include_usage: true } });
+      const s = await client.chat.completions.create({
+        ...chat,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       for await (const c of s) out.push(c);
       return out;
     };
@@ -77,28 +85,37 @@ describe('OpenAI SDK through keyrelay', () => {
 
   it('raises the same typed error for an upstream 429 and 500', async () => {
     const client = openaiVia(h.url + '/api/proxy/openai/v1', key);
-    const rate = await client.chat.completions.create(chat, { headers: { 'x-fake-status': '429' } }).catch((e: unknown) => e);
+    const rate = await client.chat.completions
+      .create(chat, { headers: { 'x-fake-status': '429' } })
+      .catch((e: unknown) => e);
     expect(rate).toBeInstanceOf(OpenAI.RateLimitError);
     const direct = await openaiVia(h.openai.url + '/v1')
       .chat.completions.create(chat, { headers: { 'x-fake-status': '429' } })
       .catch((e: unknown) => e);
-    expect((rate as InstanceType<typeof OpenAI.APIError>).message).toBe((direct as InstanceType<typeof OpenAI.APIError>).message);
-    const server = await client.chat.completions.create(chat, { headers: { 'x-fake-status': '500' } }).catch((e: unknown) => e);
+    expect((rate as InstanceType<typeof OpenAI.APIError>).message).toBe(
+      (direct as InstanceType<typeof OpenAI.APIError>).message,
+    );
+    const server = await client.chat.completions
+      .create(chat, { headers: { 'x-fake-status': '500' } })
+      .catch((e: unknown) => e);
     expect(server).toBeInstanceOf(OpenAI.InternalServerError);
   });
 
   it.each([
     ['missing', undefined, 'proxy_key_missing'],
     ['invalid', 'kr_notavalidkey', 'proxy_key_invalid'],
-  ])('refuses a %s proxy-api-key with an AuthenticationError carrying keyrelay’s message', async (_n, k, code) => {
-    const err = await openaiVia(h.url + '/api/proxy/openai/v1', k)
-      .chat.completions.create(chat)
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
-    expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe(code);
-    expect((err as InstanceType<typeof OpenAI.APIError>).message).toMatch(/proxy-api-key/);
-    expect((err as InstanceType<typeof OpenAI.APIError>).headers?.get('x-keyrelay-error')).toBe(code);
-  });
+  ])(
+    'refuses a %s proxy-api-key with an AuthenticationError carrying keyrelay’s message',
+    async (_n, k, code) => {
+      const err = await openaiVia(h.url + '/api/proxy/openai/v1', k)
+        .chat.completions.create(chat)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+      expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe(code);
+      expect((err as InstanceType<typeof OpenAI.APIError>).message).toMatch(/proxy-api-key/);
+      expect((err as InstanceType<typeof OpenAI.APIError>).headers?.get('x-keyrelay-error')).toBe(code);
+    },
+  );
 });
 
 describe('Anthropic SDK through keyrelay', () => {
@@ -133,9 +150,13 @@ describe('Anthropic SDK through keyrelay', () => {
 
   it('raises the same typed error for an upstream 429 and 529-style overload', async () => {
     const client = anthropicVia(h.url + '/api/proxy/anthropic', key);
-    const rate = await client.messages.create(msg, { headers: { 'x-fake-status': '429' } }).catch((e: unknown) => e);
+    const rate = await client.messages
+      .create(msg, { headers: { 'x-fake-status': '429' } })
+      .catch((e: unknown) => e);
     expect(rate).toBeInstanceOf(Anthropic.RateLimitError);
-    const over = await client.messages.create(msg, { headers: { 'x-fake-status': '529' } }).catch((e: unknown) => e);
+    const over = await client.messages
+      .create(msg, { headers: { 'x-fake-status': '529' } })
+      .catch((e: unknown) => e);
     expect(over).toBeInstanceOf(Anthropic.APIError);
     expect((over as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
   });

@@ -19,7 +19,10 @@ afterAll(() => h.close());
 
 const ROUTES: Record<FakeProvider, { path: string; headers: Record<string, string> }> = {
   openai: { path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-test-stream' } },
-  anthropic: { path: '/v1/messages', headers: { 'x-api-key': 'sk-ant-stream', 'anthropic-version': '2023-06-01' } },
+  anthropic: {
+    path: '/v1/messages',
+    headers: { 'x-api-key': 'sk-ant-stream', 'anthropic-version': '2023-06-01' },
+  },
 };
 
 function streamBody(provider: FakeProvider, extra: Record<string, unknown> = {}): string {
@@ -35,7 +38,12 @@ async function proxied(provider: FakeProvider, body: string, headers: Record<str
   const before = fake.requests.length;
   const res = await request(`${h.url}/api/proxy/${provider}${ROUTES[provider].path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'proxy-api-key': key, ...ROUTES[provider].headers, ...headers },
+    headers: {
+      'content-type': 'application/json',
+      'proxy-api-key': key,
+      ...ROUTES[provider].headers,
+      ...headers,
+    },
     body,
   });
   const bytes = Buffer.from(await res.body.arrayBuffer());
@@ -48,22 +56,35 @@ describe.each(['openai', 'anthropic'] as const)('%s stream', (provider) => {
   // OpenAI with include_usage already asked for: keyrelay forwards it untouched, so no rewrite applies.
   const extra = provider === 'openai' ? { stream_options: { include_usage: true } } : {};
 
-  it.each([undefined, 1, 3, 7, 64])('reaches the caller byte-identical when upstream writes %s-byte pieces', async (size) => {
-    const body = streamBody(provider, extra);
-    const { res, bytes, rec } = await proxied(provider, body, size ? { 'x-fake-chunk-size': String(size) } : {});
-    expect(res.statusCode).toBe(200);
-    expect(rec.body.toString()).toBe(body);
-    expect(rec.response?.outcome).toBe('complete');
-    expect(sha256(bytes)).toBe(sha256(rec.response!.body));
-    expect(bytes.toString()).toContain(provider === 'openai' ? '"usage":{' : 'message_stop');
-  });
+  it.each([undefined, 1, 3, 7, 64])(
+    'reaches the caller byte-identical when upstream writes %s-byte pieces',
+    async (size) => {
+      const body = streamBody(provider, extra);
+      const { res, bytes, rec } = await proxied(
+        provider,
+        body,
+        size ? { 'x-fake-chunk-size': String(size) } : {},
+      );
+      expect(res.statusCode).toBe(200);
+      expect(rec.body.toString()).toBe(body);
+      expect(rec.response?.outcome).toBe('complete');
+      expect(sha256(bytes)).toBe(sha256(rec.response!.body));
+      expect(bytes.toString()).toContain(provider === 'openai' ? '"usage":{' : 'message_stop');
+    },
+  );
 
-  it.each(['gzip', 'br', 'zstd', 'deflate'])('passes a %s-encoded stream through as the compressed bytes sent', async (encoding) => {
-    const body = streamBody(provider, extra);
-    const { res, bytes, rec } = await proxied(provider, body, { 'x-fake-encoding': encoding, 'x-fake-chunk-size': '5' });
-    expect(res.headers['content-encoding']).toBe(encoding);
-    expect(sha256(bytes)).toBe(sha256(rec.response!.body));
-  });
+  it.each(['gzip', 'br', 'zstd', 'deflate'])(
+    'passes a %s-encoded stream through as the compressed bytes sent',
+    async (encoding) => {
+      const body = streamBody(provider, extra);
+      const { res, bytes, rec } = await proxied(provider, body, {
+        'x-fake-encoding': encoding,
+        'x-fake-chunk-size': '5',
+      });
+      expect(res.headers['content-encoding']).toBe(encoding);
+      expect(sha256(bytes)).toBe(sha256(rec.response!.body));
+    },
+  );
 });
 
 describe('OpenAI stream without include_usage (keyrelay asks upstream for usage, then strips it)', () => {
@@ -91,41 +112,49 @@ describe('OpenAI stream without include_usage (keyrelay asks upstream for usage,
     expect(bytes.toString()).toBe(expectedBody('openai', { path: '/v1/chat/completions', body }).toString());
   });
 
-  it.each(['gzip', 'br', 'zstd'])('decodes a %s stream to strip usage and says so (no content-encoding)', async (encoding) => {
-    const body = streamBody('openai');
-    const headers = { 'x-fake-encoding': encoding };
-    const { res, bytes } = await proxied('openai', body, headers);
-    expect(res.headers['content-encoding']).toBeUndefined();
-    expect(bytes.toString()).toBe(expectedBody('openai', { path: '/v1/chat/completions', headers, body }).toString());
-  });
+  it.each(['gzip', 'br', 'zstd'])(
+    'decodes a %s stream to strip usage and says so (no content-encoding)',
+    async (encoding) => {
+      const body = streamBody('openai');
+      const headers = { 'x-fake-encoding': encoding };
+      const { res, bytes } = await proxied('openai', body, headers);
+      expect(res.headers['content-encoding']).toBeUndefined();
+      expect(bytes.toString()).toBe(
+        expectedBody('openai', { path: '/v1/chat/completions', headers, body }).toString(),
+      );
+    },
+  );
 });
 
 describe('event timing', () => {
-  it.each(['openai', 'anthropic'] as const)('delivers each %s event before upstream sends the next one', async (provider) => {
-    const delay = 300;
-    const res = await request(`${h.url}/api/proxy/${provider}${ROUTES[provider].path}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'proxy-api-key': key,
-        ...ROUTES[provider].headers,
-        'x-fake-event-delay-ms': String(delay),
-        'x-fake-events': '3',
-      },
-      body: streamBody(provider, provider === 'openai' ? { stream_options: { include_usage: true } } : {}),
-    });
-    // Arrival time of each complete event (an event ends with a blank line).
-    const arrivals: number[] = [];
-    let text = '';
-    for await (const chunk of res.body) {
-      text += (chunk as Buffer).toString();
-      const events = text.split('\n\n').length - 1;
-      while (arrivals.length < events) arrivals.push(Date.now());
-    }
-    expect(arrivals.length).toBeGreaterThanOrEqual(5);
-    // Upstream pauses `delay` ms between events; had keyrelay held any back, two would arrive together.
-    for (let i = 1; i < arrivals.length; i++) {
-      expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThan(delay / 2);
-    }
-  });
+  it.each(['openai', 'anthropic'] as const)(
+    'delivers each %s event before upstream sends the next one',
+    async (provider) => {
+      const delay = 300;
+      const res = await request(`${h.url}/api/proxy/${provider}${ROUTES[provider].path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'proxy-api-key': key,
+          ...ROUTES[provider].headers,
+          'x-fake-event-delay-ms': String(delay),
+          'x-fake-events': '3',
+        },
+        body: streamBody(provider, provider === 'openai' ? { stream_options: { include_usage: true } } : {}),
+      });
+      // Arrival time of each complete event (an event ends with a blank line).
+      const arrivals: number[] = [];
+      let text = '';
+      for await (const chunk of res.body) {
+        text += (chunk as Buffer).toString();
+        const events = text.split('\n\n').length - 1;
+        while (arrivals.length < events) arrivals.push(Date.now());
+      }
+      expect(arrivals.length).toBeGreaterThanOrEqual(5);
+      // Upstream pauses `delay` ms between events; had keyrelay held any back, two would arrive together.
+      for (let i = 1; i < arrivals.length; i++) {
+        expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThan(delay / 2);
+      }
+    },
+  );
 });

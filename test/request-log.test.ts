@@ -69,14 +69,21 @@ describe('request log', () => {
       usage_source: 'provider',
       key_id: user.keyId,
     });
-    expect(log.cost_usd).toBeCloseTo(price('gpt-4o', 'openai', { input_tokens: 11, cache_read_tokens: 3, output_tokens: 7 })!, 12);
+    expect(log.cost_usd).toBeCloseTo(
+      price('gpt-4o', 'openai', { input_tokens: 11, cache_read_tokens: 3, output_tokens: 7 })!,
+      12,
+    );
     expect(log.price_source).toMatch(/^genai-prices@/);
     expect(log.ttfb_ms).toBeGreaterThan(0);
     expect(log.latency_ms).toBeGreaterThanOrEqual(log.ttfb_ms!);
   });
 
   it('records usage of an OpenAI stream whose caller did not ask for it', async () => {
-    const r = await call('openai', { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const r = await call('openai', {
+      model: 'gpt-4o-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(r.text).not.toContain('"usage"');
     const log = await row(r.id);
     expect(log).toMatchObject({ stream: true, input_tokens: 11, output_tokens: 7, usage_source: 'provider' });
@@ -84,12 +91,28 @@ describe('request log', () => {
   });
 
   it('records an Anthropic stream with cache reads and writes counted in input', async () => {
-    const r = await call('anthropic', { model: 'claude-sonnet-4-5', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const r = await call('anthropic', {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const log = await row(r.id);
     // 25 uncached + 5 cache writes + 10 cache reads.
-    expect(log).toMatchObject({ input_tokens: 40, cache_write_tokens: 5, cache_read_tokens: 10, output_tokens: 15, usage_source: 'provider' });
+    expect(log).toMatchObject({
+      input_tokens: 40,
+      cache_write_tokens: 5,
+      cache_read_tokens: 10,
+      output_tokens: 15,
+      usage_source: 'provider',
+    });
     expect(log.cost_usd).toBeCloseTo(
-      price('claude-sonnet-4-5', 'anthropic', { input_tokens: 40, cache_write_tokens: 5, cache_read_tokens: 10, output_tokens: 15 })!,
+      price('claude-sonnet-4-5', 'anthropic', {
+        input_tokens: 40,
+        cache_write_tokens: 5,
+        cache_read_tokens: 10,
+        output_tokens: 15,
+      })!,
       12,
     );
   });
@@ -105,10 +128,21 @@ describe('request log', () => {
     const r = await call(
       'openai',
       { model: 'gpt-4o', messages: [{ role: 'user', content: 'secret prompt' }] },
-      { 'proxy-user': 'u-42', 'proxy-session': 's-1', 'proxy-property-env': 'prod', 'proxy-log-bodies': 'false' },
+      {
+        'proxy-user': 'u-42',
+        'proxy-session': 's-1',
+        'proxy-property-env': 'prod',
+        'proxy-log-bodies': 'false',
+      },
     );
     const log = await row(r.id);
-    expect(log).toMatchObject({ end_user: 'u-42', session: 's-1', properties: { env: 'prod' }, request_body: null, response_body: null });
+    expect(log).toMatchObject({
+      end_user: 'u-42',
+      session: 's-1',
+      properties: { env: 'prod' },
+      request_body: null,
+      response_body: null,
+    });
     const withBody = await row((await call('openai', { model: 'gpt-4o', user: 'u-7', messages: [] })).id);
     expect(withBody.end_user).toBe('u-7');
     expect(withBody.request_body).toContain('"u-7"');
@@ -128,7 +162,11 @@ describe('request log', () => {
   });
 
   it('logs an upstream error with its status', async () => {
-    const r = await call('anthropic', { model: 'claude-sonnet-4-5', max_tokens: 5, messages: [] }, { 'x-fake-status': '529' });
+    const r = await call(
+      'anthropic',
+      { model: 'claude-sonnet-4-5', max_tokens: 5, messages: [] },
+      { 'x-fake-status': '529' },
+    );
     expect(r.status).toBe(529);
     expect(await row(r.id)).toMatchObject({ status: 529, outcome: 'upstream_error' });
   });
@@ -137,15 +175,27 @@ describe('request log', () => {
     const other = await h.newUser();
     await h.kr.services.configStore.revokeKey(other.keyId, new Date().toISOString());
     await h.kr.services.bus.publish({ type: 'key_changed', key_id: other.keyId });
-    const res = await request(`${h.url}/api/proxy/openai/v1/models`, { headers: { 'proxy-api-key': other.key } });
+    const res = await request(`${h.url}/api/proxy/openai/v1/models`, {
+      headers: { 'proxy-api-key': other.key },
+    });
     await res.body.dump();
     expect(res.statusCode).toBe(401);
     await h.flushLog();
-    const refused = await h.kr.services.logStore.getRequest(other.accountId, String(res.headers['x-keyrelay-request-id']));
-    expect(refused).toMatchObject({ outcome: 'refused', status: 401, error_code: 'proxy_key_revoked', usage_source: 'none' });
+    const refused = await h.kr.services.logStore.getRequest(
+      other.accountId,
+      String(res.headers['x-keyrelay-request-id']),
+    );
+    expect(refused).toMatchObject({
+      outcome: 'refused',
+      status: 401,
+      error_code: 'proxy_key_revoked',
+      usage_source: 'none',
+    });
     const rows = await h.kr.services.logStore.count();
     const { generateKey } = await import('../src/keys/format.js');
-    const unknown = await request(`${h.url}/api/proxy/openai/v1/models`, { headers: { 'proxy-api-key': generateKey() } });
+    const unknown = await request(`${h.url}/api/proxy/openai/v1/models`, {
+      headers: { 'proxy-api-key': generateKey() },
+    });
     await unknown.body.dump();
     expect(unknown.statusCode).toBe(401);
     await h.flushLog();
@@ -161,7 +211,10 @@ describe('request log', () => {
     // The caller's stream ends abnormally; find the row by listing.
     expect(res).toBeNull();
     await h.flushLog();
-    const page = await h.kr.services.logStore.listRequests({ account_id: user.accountId, outcome: 'timeout' }, { limit: 5 });
+    const page = await h.kr.services.logStore.listRequests(
+      { account_id: user.accountId, outcome: 'timeout' },
+      { limit: 5 },
+    );
     expect(page.items[0]).toMatchObject({ outcome: 'timeout', usage_source: 'partial', input_tokens: 40 });
   });
 
@@ -187,8 +240,16 @@ describe('request log', () => {
     });
     await new Promise((r) => setTimeout(r, 200));
     await h.flushLog();
-    const page = await h.kr.services.logStore.listRequests({ account_id: user.accountId, outcome: 'client_aborted' }, { limit: 5 });
-    expect(page.items[0]).toMatchObject({ outcome: 'client_aborted', status: 200, usage_source: 'partial', input_tokens: 40 });
+    const page = await h.kr.services.logStore.listRequests(
+      { account_id: user.accountId, outcome: 'client_aborted' },
+      { limit: 5 },
+    );
+    expect(page.items[0]).toMatchObject({
+      outcome: 'client_aborted',
+      status: 200,
+      usage_source: 'partial',
+      input_tokens: 40,
+    });
   });
 
   it('marks last_used_at on the key after a call, written coalesced', async () => {

@@ -41,7 +41,10 @@ describe('graceful shutdown', () => {
       KEYRELAY_DRAIN_TIMEOUT_MS: '1500',
       KEYRELAY_LOG_LEVEL: 'debug',
     };
-    const created = await runCli(['users', 'create', '--email', 'load@example.com', '--password', 'correct horse battery', '--json'], env);
+    const created = await runCli(
+      ['users', 'create', '--email', 'load@example.com', '--password', 'correct horse battery', '--json'],
+      env,
+    );
     expect(created.code).toBe(0);
     const key = (JSON.parse(created.stdout) as { key: { key: string } }).key.key;
     const kr = await startServeProcess(env);
@@ -49,19 +52,41 @@ describe('graceful shutdown', () => {
 
     const scenarios: { provider: 'openai' | 'anthropic'; body: object; headers: Record<string, string> }[] = [
       { provider: 'openai', body: { model: 'gpt-4o', messages: [] }, headers: {} },
-      { provider: 'openai', body: { model: 'gpt-4o', stream: true, messages: [] }, headers: { 'x-fake-event-delay-ms': '20' } },
-      { provider: 'anthropic', body: { model: 'claude-sonnet-4-5', max_tokens: 9, stream: true, messages: [] }, headers: { 'x-fake-event-delay-ms': '30' } },
-      { provider: 'anthropic', body: { model: 'claude-sonnet-4-5', max_tokens: 9, messages: [] }, headers: { 'x-fake-status': '500' } },
-      { provider: 'openai', body: { model: 'gpt-4o', stream: true, messages: [] }, headers: { 'x-fake-drop-after-events': '2' } },
+      {
+        provider: 'openai',
+        body: { model: 'gpt-4o', stream: true, messages: [] },
+        headers: { 'x-fake-event-delay-ms': '20' },
+      },
+      {
+        provider: 'anthropic',
+        body: { model: 'claude-sonnet-4-5', max_tokens: 9, stream: true, messages: [] },
+        headers: { 'x-fake-event-delay-ms': '30' },
+      },
+      {
+        provider: 'anthropic',
+        body: { model: 'claude-sonnet-4-5', max_tokens: 9, messages: [] },
+        headers: { 'x-fake-status': '500' },
+      },
+      {
+        provider: 'openai',
+        body: { model: 'gpt-4o', stream: true, messages: [] },
+        headers: { 'x-fake-drop-after-events': '2' },
+      },
       // Outlives the drain deadline: cut at shutdown, and must still be logged.
-      { provider: 'anthropic', body: { model: 'claude-sonnet-4-5', max_tokens: 9, stream: true, messages: [] }, headers: { 'x-fake-event-delay-ms': '800' } },
+      {
+        provider: 'anthropic',
+        body: { model: 'claude-sonnet-4-5', max_tokens: 9, stream: true, messages: [] },
+        headers: { 'x-fake-event-delay-ms': '800' },
+      },
     ];
     const errorBodies: string[] = [];
     const one = async (i: number): Promise<Seen> => {
       const s = scenarios[i % scenarios.length]!;
       const path = s.provider === 'openai' ? '/v1/chat/completions' : '/v1/messages';
       const cred =
-        s.provider === 'openai' ? { authorization: `Bearer ${OPENAI_CANARY}` } : { 'x-api-key': ANTHROPIC_CANARY, 'anthropic-version': '2023-06-01' };
+        s.provider === 'openai'
+          ? { authorization: `Bearer ${OPENAI_CANARY}` }
+          : { 'x-api-key': ANTHROPIC_CANARY, 'anthropic-version': '2023-06-01' };
       let res;
       try {
         res = await request(`${kr.url}/api/proxy/${s.provider}${path}`, {
@@ -88,7 +113,7 @@ describe('graceful shutdown', () => {
     let done = 0;
     let termAt = 0;
     // A request every 5 ms; SIGTERM once 40 have been answered (the machine may be slow), then 300 ms more.
-    for (const start = Date.now(); !termAt || Date.now() - termAt < 300; ) {
+    for (const start = Date.now(); !termAt || Date.now() - termAt < 300;) {
       seen.push(one(i++).finally(() => done++));
       if (!termAt && (done >= 40 || Date.now() - start > 10_000)) {
         kr.child.kill('SIGTERM');
@@ -111,7 +136,15 @@ describe('graceful shutdown', () => {
     const rowIds = rows.map((r) => r.id);
     expect(new Set(rowIds).size).toBe(rowIds.length); // 0 duplicated
     const missing = answered.filter((r) => !rowIds.includes(r.id));
-    if (missing.length) console.log('missing', missing, kr.output().split('\n').filter((l) => missing.some((m) => l.includes(m.id))));
+    if (missing.length)
+      console.log(
+        'missing',
+        missing,
+        kr
+          .output()
+          .split('\n')
+          .filter((l) => missing.some((m) => l.includes(m.id))),
+      );
     expect(rowIds.sort()).toEqual(answered.map((r) => r.id).sort()); // 0 lost, none extra
     expect(rows.some((r) => r.outcome === 'timeout')).toBe(true); // cut at the drain deadline, still logged
 

@@ -32,7 +32,9 @@ async function withStores(config: Readonly<Config>, fn: (ctx: Ctx) => Promise<vo
   const { configStore, logStore } = await openStores(config);
   // With Redis, a CLI revocation reaches running instances at once, like one made in the console.
   const quiet = { warn: () => {}, info: () => {} };
-  const bus = config.redisUrl ? await createRedisKeyEventBus(config.redisUrl, createMetrics(), quiet) : new LocalKeyEventBus();
+  const bus = config.redisUrl
+    ? await createRedisKeyEventBus(config.redisUrl, createMetrics(), quiet)
+    : new LocalKeyEventBus();
   try {
     await fn({ configStore, logStore, bus });
     return 0;
@@ -88,20 +90,31 @@ export const commands: Record<string, Command> = {
   'keys create': (config, args) =>
     withStores(config, async ({ configStore, bus }) => {
       const owner = await accountId(configStore, args.email);
-      const created = await createKey({ store: configStore, bus }, { accountId: owner, name: args.name ?? 'cli' });
-      print(args, { ...created.view, key: created.key }, `key ${created.view.name} (shown once): ${created.key}`);
+      const created = await createKey(
+        { store: configStore, bus },
+        { accountId: owner, name: args.name ?? 'cli' },
+      );
+      print(
+        args,
+        { ...created.view, key: created.key },
+        `key ${created.view.name} (shown once): ${created.key}`,
+      );
     }),
 
   'keys list': (config, args) =>
     withStores(config, async ({ configStore }) => {
-      const keys = (await configStore.listKeys(await accountId(configStore, args.email))).map((k) => toKeyView(k));
+      const keys = (await configStore.listKeys(await accountId(configStore, args.email))).map((k) =>
+        toKeyView(k),
+      );
       print(args, keys, keys.map(keyLine).join('\n') || 'no keys');
     }),
 
   'keys revoke': (config, args) =>
     withStores(config, async ({ configStore, bus }) => {
       const ref = need(args.positionals[0], '<key id | full key>');
-      const rec = isWellFormedKey(ref) ? await configStore.getKeyByHash(hashKey(ref)) : await configStore.getKey(ref);
+      const rec = isWellFormedKey(ref)
+        ? await configStore.getKeyByHash(hashKey(ref))
+        : await configStore.getKey(ref);
       if (!rec) throw new Error('no such key');
       const view = await revokeKey({ store: configStore, bus }, null, rec.id);
       print(args, view, `revoked ${view.id} (${view.name}, ${view.hint})`);
@@ -110,7 +123,8 @@ export const commands: Record<string, Command> = {
   'requests list': (config, args) =>
     withStores(config, async ({ configStore, logStore }) => {
       const limit = args.limit ? Number(args.limit) : 20;
-      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError('--limit must be 1–10000');
+      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+        throw new UsageError('--limit must be 1–10000');
       const owner = args.email ? await accountId(configStore, args.email) : undefined;
       const rows = await logStore.listRecent({ limit, ...(owner ? { account_id: owner } : {}) });
       const text = rows

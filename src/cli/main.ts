@@ -58,7 +58,7 @@ async function main(argv: string[]): Promise<number> {
   }
   let config: Readonly<Config>;
   try {
-    config = loadConfig(process.env, overrides);
+    config = loadConfig(undefined, overrides);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`keyrelay: ${err.message}\n`);

@@ -37,7 +37,8 @@ export async function createKey(
   input: { accountId: string; name: string; expiresAt?: string | null },
 ): Promise<CreatedKey> {
   const name = input.name.trim();
-  if (!name || name.length > 100) throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
+  if (!name || name.length > 100)
+    throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
   const key = generateKey();
   const rec = await deps.store.createKey({
     id: newId(),
@@ -69,10 +70,16 @@ export async function revokeKey(deps: KeyDeps, accountId: string | null, keyId: 
   return toKeyView(rec, now);
 }
 
-export async function renameKey(deps: KeyDeps, accountId: string, keyId: string, name: string): Promise<KeyView> {
+export async function renameKey(
+  deps: KeyDeps,
+  accountId: string,
+  keyId: string,
+  name: string,
+): Promise<KeyView> {
   await ownedKey(deps, accountId, keyId);
   const trimmed = name.trim();
-  if (!trimmed || trimmed.length > 100) throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
+  if (!trimmed || trimmed.length > 100)
+    throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
   await deps.store.renameKey(keyId, trimmed);
   return toKeyView((await deps.store.getKey(keyId))!, deps.now?.());
 }
@@ -89,10 +96,12 @@ export async function rollKey(
   }
   const old = await ownedKey(deps, accountId, keyId);
   const now = deps.now?.() ?? new Date();
-  if (keyStatus(old, now) !== 'active') throw new ApiError(409, 'key_not_active', 'Only an active key can be rolled.');
+  if (keyStatus(old, now) !== 'active')
+    throw new ApiError(409, 'key_not_active', 'Only an active key can be rolled.');
   const created = await createKey(deps, { accountId, name: old.name });
   const expiresAt = new Date(now.getTime() + graceSeconds * 1000).toISOString();
-  const keep = old.expires_at && Date.parse(old.expires_at) < Date.parse(expiresAt) ? old.expires_at : expiresAt;
+  const keep =
+    old.expires_at && Date.parse(old.expires_at) < Date.parse(expiresAt) ? old.expires_at : expiresAt;
   await deps.store.setKeyExpiry(keyId, keep);
   await deps.bus.publish({ type: 'key_changed', key_id: keyId });
   return { created, old: toKeyView((await deps.store.getKey(keyId))!, now) };

@@ -35,7 +35,9 @@ describe('KeyVerifier', () => {
     expect((await v.check(undefined)).error?.code).toBe('proxy_key_missing');
     expect((await v.check('kr_nope')).error?.code).toBe('proxy_key_invalid');
     const k = generateKey();
-    expect((await v.check(k.slice(0, -1) + (k.endsWith('a') ? 'b' : 'a'))).error?.code).toBe('proxy_key_invalid');
+    expect((await v.check(k.slice(0, -1) + (k.endsWith('a') ? 'b' : 'a'))).error?.code).toBe(
+      'proxy_key_invalid',
+    );
     expect(store.lookups).toBe(0);
   });
 
@@ -75,7 +77,12 @@ describe('KeyVerifier', () => {
   it('refuses an expired key once expires_at passes, without a new lookup', async () => {
     const k = generateKey();
     let now = Date.parse('2026-01-01T00:00:00Z');
-    const v = new KeyVerifier(storeWith(new Map([[hashKey(k), record({ expires_at: '2026-01-01T00:00:10Z' })]])), 60_000, undefined, () => now);
+    const v = new KeyVerifier(
+      storeWith(new Map([[hashKey(k), record({ expires_at: '2026-01-01T00:00:10Z' })]])),
+      60_000,
+      undefined,
+      () => now,
+    );
     expect((await v.check(k)).error).toBeNull();
     now += 10_000;
     expect((await v.check(k)).error?.code).toBe('proxy_key_expired');

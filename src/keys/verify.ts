@@ -35,7 +35,8 @@ export class KeyVerifier {
    * expired key still comes back so the refused request can be logged against it.
    */
   async check(presented: string | undefined): Promise<{ key: KeyRecord | null; error: ProxyError | null }> {
-    if (presented === undefined || presented === '') return { key: null, error: new ProxyError('proxy_key_missing') };
+    if (presented === undefined || presented === '')
+      return { key: null, error: new ProxyError('proxy_key_missing') };
     if (!isWellFormedKey(presented)) return { key: null, error: new ProxyError('proxy_key_invalid') };
     const hash = hashKey(presented);
     const now = this.now();
@@ -52,7 +53,8 @@ export class KeyVerifier {
     }
     if (!key) return { key: null, error: new ProxyError('proxy_key_invalid') };
     if (key.revoked_at) return { key, error: new ProxyError('proxy_key_revoked') };
-    if (key.expires_at && Date.parse(key.expires_at) <= now) return { key, error: new ProxyError('proxy_key_expired') };
+    if (key.expires_at && Date.parse(key.expires_at) <= now)
+      return { key, error: new ProxyError('proxy_key_expired') };
     return { key, error: null };
   }
 

@@ -33,7 +33,9 @@ describe('LogQueue', () => {
     expect(q.depth).toBeGreaterThan(0); // push never waits for the store
     expect(await q.flush()).toBe(0);
     expect(await store.count()).toBe(175);
-    expect(await metricValue(metrics, 'keyrelay_log_rows_written_total')).toEqual(['keyrelay_log_rows_written_total 175']);
+    expect(await metricValue(metrics, 'keyrelay_log_rows_written_total')).toEqual([
+      'keyrelay_log_rows_written_total 175',
+    ]);
     q.close();
   });
 
@@ -57,7 +59,9 @@ describe('LogQueue', () => {
     q.push(makeLogRow({ at: Date.now() + 1 }));
     await q.flush();
     expect(await store.count()).toBe(2);
-    expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual(['keyrelay_log_rows_dropped_total{reason="rejected"} 1']);
+    expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual([
+      'keyrelay_log_rows_dropped_total{reason="rejected"} 1',
+    ]);
     q.close();
   });
 
@@ -66,7 +70,9 @@ describe('LogQueue', () => {
     const q = new LogQueue(store, { batchSize: 1000, flushMs: 10_000, maxRows: 5 }, metrics, quiet);
     for (let i = 0; i < 8; i++) q.push(makeLogRow({ at: Date.now() + i }));
     expect(q.depth).toBe(5);
-    expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual(['keyrelay_log_rows_dropped_total{reason="queue_full"} 3']);
+    expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual([
+      'keyrelay_log_rows_dropped_total{reason="queue_full"} 3',
+    ]);
     await q.flush();
     q.close();
   });

@@ -70,7 +70,8 @@ export class LogQueue {
         this.metrics.logRowsWritten.inc(batch.length - rejected);
         if (rejected > 0) this.metrics.logRowsDropped.inc({ reason: 'rejected' }, rejected);
         this.metrics.storeUp.set({ store: 'log' }, 1);
-        if (this.failures > 0) this.log.info({ queued: this.rows.length }, 'request log store is writable again');
+        if (this.failures > 0)
+          this.log.info({ queued: this.rows.length }, 'request log store is writable again');
         this.failures = 0;
       })
       .catch((err: unknown) => {
@@ -78,7 +79,10 @@ export class LogQueue {
         this.metrics.logWriteErrors.inc();
         this.metrics.storeUp.set({ store: 'log' }, 0);
         if (this.failures === 1 || this.failures % 20 === 0) {
-          this.log.warn({ err, queued: this.rows.length, failures: this.failures }, 'request log write failed; rows kept');
+          this.log.warn(
+            { err, queued: this.rows.length, failures: this.failures },
+            'request log write failed; rows kept',
+          );
         }
       })
       .finally(() => {
@@ -86,7 +90,9 @@ export class LogQueue {
         this.metrics.logQueueDepth.set(this.rows.length);
         if (this.rows.length === 0 || this.closed) return;
         const backoff = this.failures ? Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6)) : 0;
-        this.schedule(this.rows.length >= this.opts.batchSize ? backoff : Math.max(backoff, this.opts.flushMs));
+        this.schedule(
+          this.rows.length >= this.opts.batchSize ? backoff : Math.max(backoff, this.opts.flushMs),
+        );
       });
     return this.writing;
   }

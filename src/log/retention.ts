@@ -13,8 +13,12 @@ export function startRetention(
   const runOnce = async () => {
     if (config.retentionDays === 0 && config.bodyRetentionDays === 0) return; // 0 = keep forever
     const now = Date.now();
-    const before = config.retentionDays ? new Date(now - config.retentionDays * DAY_MS).toISOString() : new Date(0).toISOString();
-    const bodiesBefore = config.bodyRetentionDays ? new Date(now - config.bodyRetentionDays * DAY_MS).toISOString() : undefined;
+    const before = config.retentionDays
+      ? new Date(now - config.retentionDays * DAY_MS).toISOString()
+      : new Date(0).toISOString();
+    const bodiesBefore = config.bodyRetentionDays
+      ? new Date(now - config.bodyRetentionDays * DAY_MS).toISOString()
+      : undefined;
     await store.prune(before, bodiesBefore);
   };
   const tick = () => runOnce().catch(onError);

@@ -88,11 +88,20 @@ export interface RowContext {
   bodyLogBytes: number;
   trustProxy: boolean;
   fingerprint: (credential: string) => string;
-  cost: (provider: Provider, model: string | null, usage: Usage) => { cost_usd: number | null; price_source: string | null };
+  cost: (
+    provider: Provider,
+    model: string | null,
+    usage: Usage,
+  ) => { cost_usd: number | null; price_source: string | null };
 }
 
 /** The log row for a finished (or refused, or aborted) exchange. Only called once the response is over. */
-export function toLogRow(ex: Exchange, req: IncomingMessage, ctx: RowContext, endedAt: number): RequestLogRow {
+export function toLogRow(
+  ex: Exchange,
+  req: IncomingMessage,
+  ctx: RowContext,
+  endedAt: number,
+): RequestLogRow {
   const usage = ex.usage ?? EMPTY_USAGE;
   const model = usage.model ?? ex.info?.model ?? null;
   const priced = ex.provider && usage.source !== 'none' ? ctx.cost(ex.provider, model, usage) : null;

@@ -16,7 +16,13 @@ import type { LastUsedTracker } from '../keys/last-used.js';
 import type { KeyVerifier } from '../keys/verify.js';
 import type { Provider, RequestLogRow } from '../log/record.js';
 import type { Metrics } from '../metrics.js';
-import { createResponseTap, createUsageStripper, injectStreamUsage, parseRequestInfo } from '../usage/index.js';
+import {
+  createResponseTap,
+  createUsageStripper,
+  injectStreamUsage,
+  isDecodableEncoding,
+  parseRequestInfo,
+} from '../usage/index.js';
 import { readBody } from './body.js';
 import { newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
 import { filterResponseHeaders, findDuplicateSingleton, forwardRequestHeaders } from './headers.js';
@@ -68,7 +74,8 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   ex.path = target.path + target.query;
   // Claude Code probes its base URL with an unauthenticated HEAD at start; answer it without going upstream.
   if (req.method === 'HEAD' && target.path === '/') return void res.writeHead(200).end();
-  if (!METHODS.has(req.method ?? '')) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Unsupported method.'));
+  if (!METHODS.has(req.method ?? ''))
+    return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Unsupported method.'));
   const dup = findDuplicateSingleton(req.rawHeaders);
   if (dup) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', `Duplicate ${dup} header.`));
 
@@ -123,9 +130,17 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   // 5. Stream back, unbuffered, with backpressure; the tap reads usage as bytes pass.
   const headers = filterResponseHeaders(upstream.headers);
   let stripper: Transform | null = null;
-  if (injected) {
-    const encoding = upstream.headers['content-encoding'];
-    stripper = createUsageStripper(typeof encoding === 'string' ? encoding : undefined);
+  const encoding = upstream.headers['content-encoding'];
+  const contentType = upstream.headers['content-type'];
+  // Only a successful SSE stream carries what the injection added; error bodies pass as they are.
+  if (
+    injected &&
+    upstream.statusCode < 300 &&
+    typeof contentType === 'string' &&
+    contentType.startsWith('text/event-stream') &&
+    (encoding === undefined || (typeof encoding === 'string' && isDecodableEncoding(encoding)))
+  ) {
+    stripper = createUsageStripper(encoding);
     delete headers['content-length'];
     delete headers['content-encoding'];
   }
@@ -138,6 +153,8 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     { bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0 },
   );
   res.writeHead(upstream.statusCode, headers);
+  // Node holds the head until the first body write; upstream already sent it, and SDKs resolve on it.
+  res.flushHeaders();
   upstream.body.on('data', (chunk: Buffer) => {
     if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
     ex.responseBytes += chunk.length;
@@ -165,7 +182,8 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
   ex.usage = tap.finish(complete);
   ex.responseBody = tap.body();
-  if (upstream.statusCode >= 500) ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: 'status_5xx' });
+  if (upstream.statusCode >= 500)
+    ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: 'status_5xx' });
   finish(ctx, ex, req, res, outcome);
 }
 
@@ -193,15 +211,28 @@ function refuse(
     if (!req.complete) headers.connection = 'close';
     res.writeHead(err.status, headers).end(body);
   }
-  if (err.code === 'proxy_body_too_large' || err.code === 'proxy_bad_request' || err.code.startsWith('proxy_key')) {
+  if (
+    err.code === 'proxy_body_too_large' ||
+    err.code === 'proxy_bad_request' ||
+    err.code.startsWith('proxy_key')
+  ) {
     ctx.log.info({ reqId: ex.id, code: err.code, provider: ex.provider }, 'proxy request refused');
   } else if (outcome !== 'refused') {
-    ctx.log.warn({ reqId: ex.id, code: err.code, provider: ex.provider, detail: err.message }, 'upstream failure');
+    ctx.log.warn(
+      { reqId: ex.id, code: err.code, provider: ex.provider, detail: err.message },
+      'upstream failure',
+    );
   }
   finish(ctx, ex, req, res, outcome);
 }
 
-function finish(ctx: ProxyContext, ex: Exchange, req: IncomingMessage, res: ServerResponse, outcome: Exchange['outcome']): void {
+function finish(
+  ctx: ProxyContext,
+  ex: Exchange,
+  req: IncomingMessage,
+  res: ServerResponse,
+  outcome: Exchange['outcome'],
+): void {
   ex.outcome = outcome;
   const endedAt = performance.now();
   if (outcome === 'client_aborted' && !res.headersSent) ex.status = 0;

@@ -56,7 +56,10 @@ export function findDuplicateSingleton(rawHeaders: readonly string[]): string | 
 }
 
 /** Flat [name, value, …] list for undici, in the caller's order and spelling. */
-export function forwardRequestHeaders(rawHeaders: readonly string[], connection: string | string[] | undefined): string[] {
+export function forwardRequestHeaders(
+  rawHeaders: readonly string[],
+  connection: string | string[] | undefined,
+): string[] {
   const named = connectionTokens(connection);
   const out: string[] = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -90,11 +93,18 @@ export function filterResponseHeaders(headers: IncomingHttpHeaders): Record<stri
 const SECRET_NAME = /(^|-)(authorization|api-key|cookie|token|secret|key)($|-)/i;
 
 /** Header map for the log row: every credential-like value replaced, never stored. */
-export function redactHeaders(headers: IncomingHttpHeaders | Record<string, string | string[]>): Record<string, string> {
+export function redactHeaders(
+  headers: IncomingHttpHeaders | Record<string, string | string[]>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    out[name] = SECRET_NAME.test(name) || name === 'set-cookie' ? '[redacted]' : Array.isArray(value) ? value.join(', ') : value;
+    out[name] =
+      SECRET_NAME.test(name) || name === 'set-cookie'
+        ? '[redacted]'
+        : Array.isArray(value)
+          ? value.join(', ')
+          : value;
   }
   return out;
 }

@@ -53,31 +53,54 @@ describe('resolveTarget', () => {
   });
 
   it('names an unknown provider as such', () => {
-    expect(resolveTarget('/api/proxy/gemini/v1/models')).toMatchObject({ ok: false, reason: 'unknown_provider' });
+    expect(resolveTarget('/api/proxy/gemini/v1/models')).toMatchObject({
+      ok: false,
+      reason: 'unknown_provider',
+    });
   });
 
   it('never yields a path that a URL parser would resolve outside the prefix or to another origin', () => {
     const segment = fc.oneof(
-      fc.constantFrom('.', '..', '%2e', '%2E%2e', '%252e', '%2f', '%5c', '\\', '', 'v1', 'models', '%00', '%', '@', ':'),
+      fc.constantFrom(
+        '.',
+        '..',
+        '%2e',
+        '%2E%2e',
+        '%252e',
+        '%2f',
+        '%5c',
+        '\\',
+        '',
+        'v1',
+        'models',
+        '%00',
+        '%',
+        '@',
+        ':',
+      ),
       fc.string({ maxLength: 6 }),
     );
     fc.assert(
-      fc.property(fc.array(segment, { maxLength: 6 }), fc.constantFrom('openai', 'anthropic'), (segs, provider) => {
-        const url = `/api/proxy/${provider}/${segs.join('/')}`;
-        const r = resolveTarget(url);
-        if (!r.ok) return;
-        const origin = 'https://api.example.com';
-        // What an upstream (or any intermediary) that decodes and normalises would make of it.
-        let decoded = r.path;
-        for (let i = 0; i < 4; i++) decoded = decodeURIComponent(decoded);
-        const resolved = new URL(origin + r.path);
-        expect(resolved.origin).toBe(origin);
-        expect(decoded.split('/')).not.toContain('..');
-        expect(decoded.split('/')).not.toContain('.');
-        expect(decoded).not.toMatch(/\\|[\u0000-\u001f]/);
-        // No segment was swallowed or added by dot-segment removal.
-        expect(resolved.pathname.split('/').length).toBe(r.path.split('/').length);
-      }),
+      fc.property(
+        fc.array(segment, { maxLength: 6 }),
+        fc.constantFrom('openai', 'anthropic'),
+        (segs, provider) => {
+          const url = `/api/proxy/${provider}/${segs.join('/')}`;
+          const r = resolveTarget(url);
+          if (!r.ok) return;
+          const origin = 'https://api.example.com';
+          // What an upstream (or any intermediary) that decodes and normalises would make of it.
+          let decoded = r.path;
+          for (let i = 0; i < 4; i++) decoded = decodeURIComponent(decoded);
+          const resolved = new URL(origin + r.path);
+          expect(resolved.origin).toBe(origin);
+          expect(decoded.split('/')).not.toContain('..');
+          expect(decoded.split('/')).not.toContain('.');
+          expect(decoded).not.toMatch(/\\|[\u0000-\u001f]/);
+          // No segment was swallowed or added by dot-segment removal.
+          expect(resolved.pathname.split('/').length).toBe(r.path.split('/').length);
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -17,7 +17,7 @@ export type TargetResult =
 
 const PROVIDERS: Record<string, Provider> = { openai: 'openai', anthropic: 'anthropic' };
 // Control characters, space, backslash, fragment and characters Node would not give us raw anyway.
-// eslint-disable-next-line no-control-regex
+
 const RAW_FORBIDDEN = /[\u0000-\u0020\u007f\\#]/;
 
 /** Percent-decodes repeatedly (double encoding) until stable; null when the encoding is malformed. */
@@ -41,7 +41,7 @@ function badSegment(segment: string): string | null {
   if (!segment.includes('%')) return null;
   const decoded = decodeFully(segment);
   if (decoded === null) return 'malformed percent-encoding';
-  // eslint-disable-next-line no-control-regex
+
   if (/[/\\\u0000-\u001f\u007f]/.test(decoded)) return 'encoded separator or control character';
   if (/^\.+$/.test(decoded)) {
     return 'encoded dot segment';
@@ -64,8 +64,10 @@ export function resolveTarget(rawUrl: string): TargetResult {
   if (!provider) return { ok: false, reason: 'unknown_provider', detail: 'Unknown provider.' };
   const rest = slash === -1 ? '' : afterPrefix.slice(slash);
 
-  if (RAW_FORBIDDEN.test(rawUrl)) return { ok: false, reason: 'bad_path', provider, detail: 'Forbidden character in path.' };
-  if (rest.startsWith('//')) return { ok: false, reason: 'bad_path', provider, detail: 'Path may not start with //.' };
+  if (RAW_FORBIDDEN.test(rawUrl))
+    return { ok: false, reason: 'bad_path', provider, detail: 'Forbidden character in path.' };
+  if (rest.startsWith('//'))
+    return { ok: false, reason: 'bad_path', provider, detail: 'Path may not start with //.' };
   const segments = rest.split('/');
   for (let i = 1; i < segments.length; i++) {
     const seg = segments[i]!;

@@ -16,7 +16,11 @@ export function classifyUpstreamError(err: unknown): UpstreamFailure {
     return { error: new ProxyError('proxy_upstream_timeout'), outcome: 'timeout', kind: 'timeout' };
   }
   if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
-    return { error: new ProxyError('proxy_upstream_unreachable'), outcome: 'upstream_error', kind: 'dropped' };
+    return {
+      error: new ProxyError('proxy_upstream_unreachable'),
+      outcome: 'upstream_error',
+      kind: 'dropped',
+    };
   }
   return { error: new ProxyError('proxy_upstream_unreachable'), outcome: 'upstream_error', kind: 'connect' };
 }

@@ -35,7 +35,12 @@ export async function startServeProcess(env: Record<string, string>): Promise<Se
   const child = spawn(process.execPath, [...ENTRY, 'serve'], {
     cwd: ROOT,
     // The "listening" line is logged at info: never start quieter than that.
-    env: { ...process.env, KEYRELAY_PORT: '0', ...env, KEYRELAY_LOG_LEVEL: env.KEYRELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info' },
+    env: {
+      ...process.env,
+      KEYRELAY_PORT: '0',
+      ...env,
+      KEYRELAY_LOG_LEVEL: env.KEYRELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info',
+    },
   });
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -45,8 +50,8 @@ export async function startServeProcess(env: Record<string, string>): Promise<Se
       const m = /"url":"(http:\/\/[^"]+)".*"msg":"keyrelay listening"/.exec(out);
       if (m) resolve(m[1]!);
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     void exited.then((code) => reject(new Error(`keyrelay exited (${code}) before listening:\n${out}`)));
   });
   return { child, url, output: () => out, exited };

@@ -73,7 +73,11 @@ function interpret(data: Buffer, method: string): RawResponse | null {
  * Sends `request` as-is and resolves with the first response once it is complete or the socket closed.
  * `complete: false` means the server ended the connection before the framing said the body was done.
  */
-export function rawExchange(port: number, request: string | Buffer, timeoutMs = 15_000): Promise<RawResponse> {
+export function rawExchange(
+  port: number,
+  request: string | Buffer,
+  timeoutMs = 15_000,
+): Promise<RawResponse> {
   const method = request.toString('latin1').split(' ')[0] ?? 'GET';
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');

@@ -226,7 +226,7 @@ export function CostChart(props: ChartProps) {
           tick={{ fill: p.text, fontSize: 11 }}
           tickLine={false}
           axisLine={false}
-          width={52}
+          width={68}
           tickFormatter={formatCostTick}
         />
         {tooltip(formatCost)}
@@ -260,7 +260,7 @@ export function LatencyChart(props: ChartProps) {
           name="p50"
           stroke={p.a}
           strokeWidth={2}
-          dot={false}
+          dot={{ r: 2.5, strokeWidth: 0, fill: p.a }}
           connectNulls
           isAnimationActive={false}
         />
@@ -269,7 +269,7 @@ export function LatencyChart(props: ChartProps) {
           name="p95"
           stroke={p.c}
           strokeWidth={2}
-          dot={false}
+          dot={{ r: 2.5, strokeWidth: 0, fill: p.c }}
           connectNulls
           isAnimationActive={false}
         />

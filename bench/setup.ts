@@ -1,0 +1,122 @@
+/** Starts every process of a bench run and describes each column (subject) the driver measures. */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileBench } from './compile.js';
+import { buildServer, createBenchKey, hasKeyrelaySource, startKeyrelay } from './keyrelay.js';
+import type { Options } from './options.js';
+import { startBenchServer, startDriver, useScriptDir, type Child, type Driver } from './processes.js';
+import type { Target } from './protocol.js';
+import type { Subject, SubjectId } from './scenarios.js';
+
+export interface Setup {
+  driver: Driver;
+  children: Child[];
+  subjects: Subject[];
+  dataDirs: Partial<Record<SubjectId, string>>;
+  keyrelayError: string | null;
+  buildWarning: string | null;
+  /** Stops every process and removes temp files. */
+  teardown: () => Promise<void>;
+}
+
+function makeTarget(id: SubjectId, origin: string, prefix: string, key?: string): Target {
+  const proxy: Record<string, string> = key ? { 'proxy-api-key': key } : {};
+  return {
+    name: id,
+    origin,
+    paths: { openai: `${prefix}/openai/v1/chat/completions`, anthropic: `${prefix}/anthropic/v1/messages` },
+    headers: {
+      openai: { ...proxy, authorization: 'Bearer sk-bench' },
+      anthropic: { ...proxy, 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
+    },
+  };
+}
+
+function subject(id: SubjectId, target: Target, child: Child, full: boolean): Subject {
+  return { id, target, pid: child.pid, sent: 0, full, exited: child.exited };
+}
+
+export async function startAll(
+  opts: Options,
+  files: { logPrefix: string; profileDir?: string },
+  log: (msg: string) => void,
+): Promise<Setup> {
+  // --pin: proxies get CPU 1 to themselves; the load (driver, fake upstream) shares CPU 0.
+  const pinProxy = opts.pin ? '1' : undefined;
+  const pinLoad = opts.pin ? '0' : undefined;
+  const compiled = compileBench();
+  useScriptDir(compiled.dir);
+  const children: Child[] = [];
+  const upstream = await startBenchServer('upstream.ts', [], pinLoad);
+  children.push(upstream);
+  const upOrigin = `http://127.0.0.1:${upstream.port}`;
+  const driver = startDriver(pinLoad);
+  const bare = await startBenchServer('bare-proxy.ts', [upOrigin, upOrigin], pinProxy);
+  children.push(bare);
+  const direct = makeTarget('direct', upOrigin, '');
+  direct.paths = { openai: '/v1/chat/completions', anthropic: '/v1/messages' };
+  const subjects = [
+    subject('direct', direct, upstream, true),
+    subject('bare', makeTarget('bare', `http://127.0.0.1:${bare.port}`, '/api/proxy'), bare, true),
+  ];
+
+  let keyrelayError: string | null = null;
+  let buildWarning: string | null = null;
+  const dataDirs: Partial<Record<SubjectId, string>> = {};
+  const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-'));
+  if (opts.keyrelay && !hasKeyrelaySource()) keyrelayError = 'src/cli/main.ts does not exist yet';
+  else if (opts.keyrelay) {
+    try {
+      if (opts.build) {
+        log('building the server (tsc -p tsconfig.build.json)…');
+        buildWarning = await buildServer();
+        if (buildWarning) log(buildWarning);
+      }
+      for (const [id, requestLog] of [
+        ['keyrelay', true],
+        ['keyrelay_nolog', false],
+      ] as const) {
+        const dataDir = join(tmp, id);
+        mkdirSync(dataDir);
+        dataDirs[id] = dataDir;
+        const key = await createBenchKey(dataDir);
+        const kr = await startKeyrelay({
+          dataDir,
+          upstream: upOrigin,
+          requestLog,
+          pin: pinProxy,
+          profileDir: requestLog ? files.profileDir : undefined,
+          logFile: `${files.logPrefix}-${id}.log`,
+        });
+        children.push(kr);
+        // Logging off is measured for latency and throughput; streams and memory only with it on.
+        subjects.push(
+          subject(id, makeTarget(id, `http://127.0.0.1:${kr.port}`, '/api/proxy', key), kr, requestLog),
+        );
+      }
+    } catch (err) {
+      keyrelayError = err instanceof Error ? err.message : String(err);
+    }
+  }
+  if (keyrelayError) log(`keyrelay not measured: ${keyrelayError.slice(0, 400)}`);
+
+  return {
+    driver,
+    children,
+    subjects,
+    dataDirs,
+    keyrelayError,
+    buildWarning,
+    teardown: async () => {
+      driver.stop();
+      await Promise.all(children.map((c) => c.stop()));
+      compiled.remove();
+    },
+    // tmp (the data dirs) is removed by run.ts once it has counted the log rows.
+  };
+}
+
+export function removeDirs(dirs: (string | undefined)[]): void {
+  for (const d of dirs) if (d) rmSync(join(d, '..'), { recursive: true, force: true });
+}
