@@ -11,9 +11,13 @@ interface Report {
   checks: { name: string; value: number | null; limit: string; pass: boolean | null }[];
 }
 
-const [a, b] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const all = args.includes('--all');
+const [a, b] = args.filter((x) => x !== '--all');
+/** Without --all, only what the table shows (no driver-side or diagnostic fields). */
+const SHOWN = /^(p50|p90|p99|rps|cpu_us_per_req|rps_per_core|eld_p99_ms|ttfb_p50|ttfb_p99|ttlb_p50|rss_\w+)$/;
 if (!a || !b) {
-  console.error('usage: tsx bench/compare.ts <before.json> <after.json>');
+  console.error('usage: tsx bench/compare.ts <before.json> <after.json> [--all]');
   process.exit(2);
 }
 const before = JSON.parse(readFileSync(a, 'utf8')) as Report;
@@ -25,7 +29,7 @@ const rows: string[][] = [['result', 'before', 'after', 'change']];
 for (const [scenario, bySubject] of Object.entries(after.results)) {
   for (const [subject, fields] of Object.entries(bySubject)) {
     for (const [field, v] of Object.entries(fields)) {
-      if (field === 'others_cores' || field === 'driver_cpu') continue;
+      if (!all && !SHOWN.test(field)) continue;
       const old = before.results[scenario]?.[subject]?.[field];
       if (typeof old !== 'number' || typeof v !== 'number') continue;
       const pct = old === 0 ? (v === 0 ? '0 %' : '∞') : `${(((v - old) / Math.abs(old)) * 100).toFixed(1)} %`;

@@ -18,24 +18,8 @@ import type {
   StreamResult,
   Target,
 } from './protocol.js';
-import { upstreamQuery } from './protocol.js';
+import { BODIES, upstreamQuery } from './protocol.js';
 import { summarize } from './stats.js';
-
-const BODIES: Record<ProviderName, { plain: string; stream: string }> = {
-  openai: {
-    plain: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}',
-    stream:
-      '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"max_tokens":64,' +
-      '"stream":true,"stream_options":{"include_usage":true}}',
-  },
-  anthropic: {
-    plain:
-      '{"model":"claude-3-5-haiku-20241022","max_tokens":16,"messages":[{"role":"user","content":"Say hello."}]}',
-    stream:
-      '{"model":"claude-3-5-haiku-20241022","max_tokens":64,"messages":[{"role":"user","content":"Say hello."}],' +
-      '"stream":true}',
-  },
-};
 
 const pools = new Map<string, Pool>();
 /** The first failure of the current job, so the parent can say why requests failed. */

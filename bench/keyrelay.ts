@@ -101,25 +101,43 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
   );
 }
 
+export interface LogSummary {
+  rows: number;
+  /** Per column (outcome, usage_source, stream) the count of each value: shows which path was measured. */
+  breakdown: Record<string, Record<string, number>>;
+}
+
 /**
- * Rows in keyrelay's embedded request log, read after it stopped (so the write-behind queue is flushed).
- * The table name is found rather than assumed; null when no SQLite file or table is there.
+ * What keyrelay's embedded request log holds, read after it stopped (so the write-behind queue is
+ * flushed). The table is found rather than assumed; null when there is no SQLite file or table.
  */
-export function countLogRows(dataDir: string): number | null {
+export function inspectLog(dataDir: string): LogSummary | null {
   try {
-    const files = readdirSync(dataDir).filter((f) => /\.(db|sqlite3?)$/.test(f));
-    let best: number | null = null;
-    for (const f of files) {
+    let best: LogSummary | null = null;
+    for (const f of readdirSync(dataDir).filter((name) => /\.(db|sqlite3?)$/.test(name))) {
       const db = new Database(join(dataDir, f), { readonly: true, fileMustExist: true });
       try {
         const tables = db
           .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%request%'")
           .all() as { name: string }[];
         for (const { name } of tables) {
-          const row = db.prepare(`SELECT count(*) AS n FROM "${name.replace(/"/g, '""')}"`).get() as {
-            n: number;
-          };
-          best = Math.max(best ?? 0, row.n);
+          const table = `"${name.replace(/"/g, '""')}"`;
+          const { n } = db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number };
+          if (best && best.rows >= n) continue;
+          const columns = new Set(
+            (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name),
+          );
+          const breakdown: LogSummary['breakdown'] = {};
+          for (const col of ['outcome', 'usage_source', 'stream'].filter((c) => columns.has(c))) {
+            const rows = db
+              .prepare(`SELECT ${col} AS v, count(*) AS n FROM ${table} GROUP BY ${col}`)
+              .all() as {
+              v: string | number;
+              n: number;
+            }[];
+            breakdown[col] = Object.fromEntries(rows.map((r) => [String(r.v), r.n]));
+          }
+          best = { rows: n, breakdown };
         }
       } finally {
         db.close();

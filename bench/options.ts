@@ -19,16 +19,18 @@ export interface Options {
   keyrelay: boolean;
   profile: boolean;
   pin: boolean;
+  nice: boolean;
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-keyrelay] [--profile] [--pin] [--out FILE]
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-keyrelay] [--profile] [--pin] [--nice] [--out FILE]
   --quick        one repetition of short runs (~1 min)
   --reps N       repetitions per measurement (median reported; default 3)
   --no-build     skip \`tsc -p tsconfig.build.json\` (use the existing dist/)
   --no-keyrelay  harness only: direct and bare node proxy columns
   --profile      run keyrelay (logging on) under node --cpu-prof and print its top functions
   --pin          pin proxies to CPU 1, driver and fake upstream to CPU 0 (taskset)
+  --nice         run the bench's processes at nice -10 (root): steadier numbers on a busy shared machine
   --out FILE     JSON output path (default bench/results/<timestamp>.json)`;
 
 export function parseOptions(argv: string[]): Options {
@@ -53,6 +55,7 @@ export function parseOptions(argv: string[]): Options {
     keyrelay: true,
     profile: false,
     pin: false,
+    nice: false,
     out: null,
   };
   for (let i = 0; i < argv.length; i += 1) {
@@ -63,6 +66,7 @@ export function parseOptions(argv: string[]): Options {
     else if (a === '--no-keyrelay') o.keyrelay = false;
     else if (a === '--profile') o.profile = true;
     else if (a === '--pin') o.pin = true;
+    else if (a === '--nice') o.nice = true;
     else if (a === '--out') o.out = argv[++i] ?? null;
     else {
       console.log(HELP);

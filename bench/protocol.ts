@@ -100,3 +100,20 @@ export type DriverMessage =
 export function upstreamQuery(chunks: number, chunkMs: number): string {
   return `?chunks=${chunks}&chunk_ms=${chunkMs}`;
 }
+
+/** The request bodies: a small chat completion, non-streaming and streaming, per provider. */
+export const BODIES: Record<ProviderName, { plain: string; stream: string }> = {
+  openai: {
+    plain: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}',
+    stream:
+      '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"max_tokens":64,' +
+      '"stream":true,"stream_options":{"include_usage":true}}',
+  },
+  anthropic: {
+    plain:
+      '{"model":"claude-3-5-haiku-20241022","max_tokens":16,"messages":[{"role":"user","content":"Say hello."}]}',
+    stream:
+      '{"model":"claude-3-5-haiku-20241022","max_tokens":64,"messages":[{"role":"user","content":"Say hello."}],' +
+      '"stream":true}',
+  },
+};

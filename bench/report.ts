@@ -1,8 +1,8 @@
 /** Medians over repetitions, the budget checks of the issue, and the printed table. */
-import type { SubjectId } from './scenarios.js';
+import type { LogSummary } from './keyrelay.js';
+import type { Row, SubjectId } from './scenarios.js';
 import { median, round } from './stats.js';
 
-export type Row = Record<string, number | null>;
 export type Raw = Record<string, Partial<Record<SubjectId, Row[]>>>;
 export type Results = Record<string, Partial<Record<SubjectId, Row>>>;
 
@@ -124,6 +124,7 @@ function lines(r: Results, rates: number[]): Line[] {
       check: 'max throughput, every request logged',
     },
     { label: 'CPU per request (µs)*', scenario: 'saturation', field: 'cpu_us_per_req', digits: 0 },
+    { label: 'rps per CPU core (from CPU/req)', scenario: 'saturation', field: 'rps_per_core', digits: 0 },
     { label: 'latency p99 at max (ms)', scenario: 'saturation', field: 'p99', digits: 1, added: true },
     { label: 'event-loop delay p99 (ms)', scenario: 'saturation', field: 'eld_p99_ms', digits: 1 },
   );
@@ -214,7 +215,7 @@ interface FooterMeta {
 /** The notes under the table: what the columns mean, log-row check, and anything that went wrong. */
 export function renderFooter(
   meta: FooterMeta,
-  logRows: Record<string, { sent: number; rows: number | null }>,
+  logRows: Record<string, { sent: number; log: LogSummary | null }>,
   r: Results,
   profile: string | null,
 ): string {
@@ -223,9 +224,22 @@ export function renderFooter(
     '* CPU per request: the fake upstream for "direct", the proxy process otherwise. "added" = keyrelay − direct.',
     `  Latency runs from the intended send time (open loop). Median of ${meta.options.reps} repetition(s).`,
   ];
-  for (const [id, { sent, rows }] of Object.entries(logRows)) {
-    const found = rows === null ? 'no SQLite request table found' : `${rows} rows`;
-    out.push(`request log ${id}: ${found} for ${sent} requests sent`);
+  for (const [id, { sent, log }] of Object.entries(logRows)) {
+    if (!log) {
+      out.push(`request log ${id}: no SQLite request table found (${sent} requests sent)`);
+      continue;
+    }
+    const parts = Object.entries(log.breakdown)
+      .filter(([, counts]) => Object.keys(counts).length > 0)
+      .map(
+        ([col, counts]) =>
+          `${col} ${Object.entries(counts)
+            .map(([v, n]) => `${v}=${n}`)
+            .join(',')}`,
+      );
+    out.push(
+      `request log ${id}: ${log.rows} rows for ${sent} requests sent${parts.length ? `; ${parts.join('; ')}` : ''}`,
+    );
   }
   if (r.saturation?.keyrelay && r.saturation.keyrelay.eld_p99_ms === null) {
     out.push('event-loop delay: keyrelay /metrics has no nodejs_eventloop_lag_p99_seconds (not measured)');

@@ -7,18 +7,19 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { countLogRows, ROOT } from './keyrelay.js';
+import { inspectLog, ROOT, type LogSummary } from './keyrelay.js';
 import { waitQuiet, watchOthers } from './machine.js';
 import { parseOptions } from './options.js';
 import { readHeapMb, readRssMb } from './processes.js';
 import { summarizeProfiles } from './profile-summary.js';
 import type { ClosedResult, StreamResult } from './protocol.js';
-import { aggregate, evaluate, renderFooter, renderTable, type Raw, type Row } from './report.js';
+import { aggregate, evaluate, renderFooter, renderTable, type Raw } from './report.js';
 import {
   measureHold,
   measureOpen,
   measureSaturation,
   measureStream,
+  type Row,
   type Subject,
   type SubjectId,
 } from './scenarios.js';
@@ -165,10 +166,10 @@ for (const s of proxies) await snapshotMemory(s, 'after');
 for (const [id, row] of Object.entries(memory)) (raw.memory ??= {})[id as SubjectId] = [row];
 
 await setup.teardown();
-const logRows: Record<string, { sent: number; rows: number | null }> = {};
+const logRows: Record<string, { sent: number; log: LogSummary | null }> = {};
 for (const s of subjects) {
   const dir = setup.dataDirs[s.id];
-  if (dir) logRows[s.id] = { sent: s.sent, rows: countLogRows(dir) };
+  if (dir) logRows[s.id] = { sent: s.sent, log: inspectLog(dir) };
 }
 removeDirs(Object.values(setup.dataDirs));
 const profile = profileDir ? summarizeProfiles(profileDir, 25) : null;

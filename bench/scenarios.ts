@@ -54,6 +54,8 @@ export async function measureSaturation(
   return {
     rps: r.rps,
     cpu_us_per_req: r.ok ? (cpu * 1000) / r.ok : null,
+    // Throughput one whole core would give: robust to other load on a shared machine, unlike rps.
+    rps_per_core: r.ok && cpu > 0 ? (r.ok * 1000) / cpu : null,
     cpu_cores: cpu / ms,
     p50: r.latency.p50,
     p99: r.latency.p99,

@@ -1,4 +1,5 @@
 /** Starts every process of a bench run and describes each column (subject) the driver measures. */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,10 +65,10 @@ export async function startAll(
   let keyrelayError: string | null = null;
   let buildWarning: string | null = null;
   const dataDirs: Partial<Record<SubjectId, string>> = {};
-  const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-'));
   if (opts.keyrelay && !hasKeyrelaySource()) keyrelayError = 'src/cli/main.ts does not exist yet';
   else if (opts.keyrelay) {
     try {
+      const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-'));
       if (opts.build) {
         log('building the server (tsc -p tsconfig.build.json)…');
         buildWarning = await buildServer();
@@ -100,6 +101,16 @@ export async function startAll(
     }
   }
   if (keyrelayError) log(`keyrelay not measured: ${keyrelayError.slice(0, 400)}`);
+  if (opts.nice) {
+    // Other people's compiles on a shared box otherwise show up as our latency; only our processes change.
+    for (const pid of [process.pid, driver.pid, ...children.map((c) => c.pid)]) {
+      try {
+        execFileSync('renice', ['-n', '-10', '-p', String(pid)], { stdio: 'ignore' });
+      } catch {
+        log(`renice ${pid} failed (needs root); running at normal priority`);
+      }
+    }
+  }
 
   return {
     driver,

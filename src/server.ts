@@ -16,6 +16,8 @@ import { LocalKeyEventBus, type KeyEventBus } from './keys/events.js';
 import { LastUsedTracker } from './keys/last-used.js';
 import { createRedisKeyEventBus } from './keys/redis-bus.js';
 import { KeyVerifier } from './keys/verify.js';
+import { KeyLimiter } from './limits/limiter.js';
+import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
 import { LogQueue } from './log/queue.js';
 import { startRetention } from './log/retention.js';
 import { createLogger } from './logger.js';
@@ -38,6 +40,7 @@ export interface RunningServer {
     queue: LogQueue;
     keys: KeyVerifier;
     lastUsed: LastUsedTracker;
+    limits: KeyLimiter;
     metrics: Metrics;
   };
 }
@@ -51,9 +54,11 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
   let bus: KeyEventBus;
   let throttle: LoginThrottle;
+  let sharedCounters: SharedCounters | null = null;
   if (config.redisUrl) {
     const redisBus = await createRedisKeyEventBus(config.redisUrl, metrics, log);
     bus = redisBus;
+    sharedCounters = createRedisCounters(redisBus.client);
     throttle = new FallbackLoginThrottle(new RedisLoginThrottle(redisBus.client), new MemoryLoginThrottle(), log);
   } else {
     bus = new LocalKeyEventBus();
@@ -71,6 +76,11 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) =>
     warn(err, 'last_used_at write failed'),
   );
+  const limits = new KeyLimiter({
+    spendSince: (keyId, since) => logStore.spendSince(keyId, since),
+    shared: sharedCounters,
+    onError: warn,
+  });
   const queue = new LogQueue(
     logStore,
     { batchSize: config.logBatchSize, flushMs: config.logFlushMs, maxRows: config.logQueueMax },
@@ -99,6 +109,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       keys,
       lastUsed,
       record: config.requestLog ? (row) => queue.push(row) : () => {},
+      limits,
       metrics,
       dispatcher,
       isDraining: () => draining,
@@ -135,6 +146,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       await Promise.allSettled([...active]);
       retention.stop();
       await lastUsed.close();
+      await limits.close();
       const left = await queue.flush(config.drainTimeoutMs);
       if (left > 0) app.log.error({ left }, 'request log rows could not be written before exit');
       queue.close();
@@ -153,6 +165,6 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     port,
     url: `http://${shownHost}:${port}`,
     stop,
-    services: { configStore, logStore, bus, queue, keys, lastUsed, metrics },
+    services: { configStore, logStore, bus, queue, keys, lastUsed, limits, metrics },
   };
 }

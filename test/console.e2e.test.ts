@@ -274,7 +274,7 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
 
     // The page polls nothing by itself: refresh until the write-behind log has all four rows.
     await page.goto(`${base}/requests`);
-    const rows = page.locator('table.requests-table tbody tr');
+    const rows = page.locator('table.requests-table tbody tr.clickable');
     await waitFor('four rows in the request log', async () => {
       if ((await rows.count()) >= 4) return true;
       await page.getByRole('button', { name: 'Refresh' }).click();
@@ -322,7 +322,7 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
     await waitFor('the provider filter in the URL', () =>
       Promise.resolve(page.url().includes('provider=anthropic')),
     );
-    const rows = page.locator('table.requests-table tbody tr');
+    const rows = page.locator('table.requests-table tbody tr.clickable');
     await waitFor('two anthropic rows', async () => (await rows.count()) === 2);
     await page.reload();
     await waitFor('the filter to survive a reload', async () => (await rows.count()) === 2);
@@ -373,9 +373,45 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
   it('no longer shows the full key once the page is reloaded', async () => {
     await page.goto(`${base}/`);
     await page.getByRole('heading', { name: 'Your key' }).waitFor();
+    await page.getByRole('link', { name: 'Roll this key' }).waitFor();
     expect(await page.content()).not.toContain(key);
-    expect(await page.getByRole('link', { name: 'Roll this key' }).count()).toBe(1);
     await screenshotBothWidths(page, 'overview');
+  });
+
+  it('creates, renames and rolls a key, showing each new key once, with dialogs that close on Escape', async () => {
+    await page.goto(`${base}/keys`);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const create = page.getByRole('dialog', { name: 'Create key' });
+    await create.waitFor();
+    await page.keyboard.press('Escape');
+    await create.waitFor({ state: 'hidden' });
+
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('laptop');
+    await page.keyboard.press('Enter');
+    const created =
+      (await page.getByRole('dialog', { name: 'Key created' }).getByTestId('full-key').textContent()) ?? '';
+    expect(created).toMatch(/^kr_[0-9A-Za-z]{49}$/);
+    expect(created).not.toBe(key);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('button', { name: 'Rename laptop' }).waitFor();
+
+    await page.getByRole('button', { name: 'Rename laptop' }).click();
+    await page.getByLabel('New name for laptop').fill('laptop-2');
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Roll laptop-2' }).waitFor();
+
+    await page.getByRole('button', { name: 'Roll laptop-2' }).click();
+    await page.getByLabel('Old key stops working').selectOption('0');
+    await page.getByRole('button', { name: 'Roll key' }).click();
+    const rolled =
+      (await page.getByRole('dialog', { name: 'Key rolled' }).getByTestId('full-key').textContent()) ?? '';
+    expect(rolled).toMatch(/^kr_[0-9A-Za-z]{49}$/);
+    expect(rolled).not.toBe(created);
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    expect(await page.content()).not.toContain(rolled);
+    await page.locator('tr', { hasText: 'laptop-2' }).getByText('Expired').waitFor();
   });
 
   it('revokes the key after confirmation, and the SDKs are refused with keyrelay’s message', async () => {

@@ -191,16 +191,32 @@ describe('caller disconnects while still sending its body', () => {
   });
 });
 
-describe('upstream drops while keyrelay strips the usage it asked for', () => {
-  it('still ends the OpenAI caller’s response abnormally', async () => {
-    const body = JSON.stringify({
-      model: 'gpt-4o-mini',
-      messages: [{ role: 'user', content: 'x' }],
-      stream: true,
-    });
-    const res = await rawExchange(h.kr.port, streamRequest('openai', ['x-fake-drop-after-events: 3'], body));
+describe('while keyrelay strips the usage it asked for (OpenAI stream without include_usage)', () => {
+  const body = JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'x' }],
+    stream: true,
+  });
+
+  it.each([
+    ['drops', 'x-fake-drop-after-events: 3'],
+    ['stalls past the idle timeout', 'x-fake-stall-after-events: 3'],
+    ['drops a gzip stream', 'x-fake-drop-after-events: 3\r\nx-fake-encoding: gzip'],
+  ])('ends the caller’s response abnormally when upstream %s', async (_name, line) => {
+    const res = await rawExchange(h.kr.port, streamRequest('openai', [line], body), 10_000);
     expect(res.status).toBe(200);
     expect(res.complete).toBe(false);
+  });
+
+  it('closes the upstream socket within 100 ms when the caller leaves mid-stream', async () => {
+    const socket = await openUntil(
+      streamRequest('openai', ['x-fake-event-delay-ms: 300', 'x-fake-events: 30'], body),
+      (t) => t.includes('\n\n', t.indexOf('\r\n\r\n') + 4),
+    );
+    const closes = h.openai.socketsClosed.length;
+    const leftAt = Date.now();
+    socket.destroy();
+    expect((await nextCloseAfter(h.openai, closes)) - leftAt).toBeLessThan(100);
   });
 });
 

@@ -172,6 +172,26 @@ describe.each(PROVIDERS)('%s route: keyrelay’s own errors', (provider) => {
   });
 });
 
+describe.each(PROVIDERS)('%s route: upstream errors', (provider) => {
+  it.each([400, 401, 404, 429, 500, 503])(
+    'passes an upstream %s through unchanged (status, headers, body)',
+    async (status) => {
+      const fake = provider === 'openai' ? h.openai : h.anthropic;
+      const before = fake.requests.length;
+      // A streaming OpenAI chat without include_usage: the usage rewrite must not touch an error body.
+      const body = JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 5, messages: [], stream: true });
+      const res = await call(provider, { 'proxy-api-key': key, 'x-fake-status': String(status) }, body);
+      const rec = fake.requests[before]!;
+      expect(res.status).toBe(status);
+      expect(res.body).toBe(rec.response!.body.toString());
+      expect(res.headers['x-keyrelay-error']).toBeUndefined();
+      expect(res.headers['x-keyrelay-request-id']).toMatch(/\S/);
+      for (const [name, value] of Object.entries(rec.response!.headers))
+        expect(res.headers[name]).toEqual(value);
+    },
+  );
+});
+
 describe('routes and upstreams that do not exist', () => {
   it('answers 404 proxy_unknown_provider (OpenAI shape) for /api/proxy/<other>/', async () => {
     for (const path of [

@@ -155,6 +155,7 @@ describe('response headers', () => {
     'anthropic-ratelimit-tokens-remaining': '39000',
     'retry-after': '7',
     'X-Upstream-Custom': 'Keep  This',
+    'x-keyrelay-request-id': 'spoofed-by-upstream',
   };
 
   async function get(provider: 'openai' | 'anthropic', extra: string[] = []): Promise<RawResponse> {
@@ -200,6 +201,7 @@ describe('response headers', () => {
       expect(res.headers['x-upstream-custom']).toEqual(['Keep  This']);
       expect(res.headers['content-type']?.[0]).toContain('text/event-stream');
       expect(res.headers['x-keyrelay-request-id']).toHaveLength(1);
+      expect(res.headers['x-keyrelay-request-id']).not.toEqual(['spoofed-by-upstream']);
       if (provider === 'openai') {
         expect(res.headers['x-request-id']?.[0]).toMatch(/^req_/);
         expect(res.headers['openai-processing-ms']).toEqual(['12']);

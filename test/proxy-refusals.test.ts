@@ -165,6 +165,31 @@ describe('refused request targets', () => {
     }
   });
 
+  it('refuses duplicate credentials that differ only in name case', async () => {
+    const before = h.openai.requests.length;
+    const res = await send('/api/proxy/openai/v1/models', [`Proxy-API-Key: ${key}`]);
+    expectRefused(res, 'openai');
+    expect(h.openai.requests.length).toBe(before);
+  });
+
+  it('refuses a request with both Content-Length and Transfer-Encoding before it reaches anything', async () => {
+    const before = h.openai.requests.length;
+    const smuggled = 'GET /api/proxy/openai/v1/models HTTP/1.1\r\nHost: x\r\n\r\n';
+    const res = await rawExchange(
+      h.kr.port,
+      rawHead('POST /api/proxy/openai/v1/embeddings HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        `Content-Length: ${smuggled.length + 5}`,
+        'Transfer-Encoding: chunked',
+        'Connection: close',
+      ]) + `0\r\n\r\n${smuggled}`,
+    );
+    expect(res.status).toBe(400);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(h.openai.requests.length).toBe(before);
+  });
+
   it('still forwards an ordinary path with legal encodings to the configured upstream only', async () => {
     const before = h.openai.requests.length;
     const res = await send('/api/proxy/openai/v1/models/gpt-4o-mini%3Aft%2Dx?x=%2e%2e&y=a%2Fb');

@@ -87,6 +87,21 @@ describe.each(['openai', 'anthropic'] as const)('%s stream', (provider) => {
   );
 });
 
+describe.each(['openai', 'anthropic'] as const)('%s non-streamed response', (provider) => {
+  it.each([undefined, 'gzip', 'br', 'zstd'])(
+    'reaches the caller byte-identical (encoding: %s)',
+    async (encoding) => {
+      const body = streamBody(provider, { stream: false });
+      const headers: Record<string, string> = encoding ? { 'x-fake-encoding': encoding } : {};
+      const { res, bytes, rec } = await proxied(provider, body, headers);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-encoding']).toBe(encoding);
+      expect(res.headers['content-length']).toBe(String(rec.response!.body.length));
+      expect(sha256(bytes)).toBe(sha256(rec.response!.body));
+    },
+  );
+});
+
 describe('OpenAI stream without include_usage (keyrelay asks upstream for usage, then strips it)', () => {
   it.each([undefined, 1, 7])(
     'gives the caller exactly the bytes of a stream without usage, with upstream %s-byte pieces',

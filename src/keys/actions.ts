@@ -4,8 +4,9 @@
  */
 import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { ConfigStore, KeyRecord, KeyStatus, KeyView } from '../store/types.js';
+import type { ConfigStore, KeyLimits, KeyRecord, KeyStatus, KeyView } from '../store/types.js';
 import type { KeyEventBus } from './events.js';
+import { mergeKeyLimits } from '../limits/settings.js';
 import { generateKey, hashKey, keyHint } from './format.js';
 
 export const MAX_ROLL_GRACE_SECONDS = 24 * 3600;
@@ -26,6 +27,14 @@ export function toKeyView(k: KeyRecord, now = new Date()): KeyView {
   return { ...k, status: keyStatus(k, now) };
 }
 
+/** The name as stored (trimmed), or 400 invalid_name. */
+export function checkKeyName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed || trimmed.length > 100)
+    throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
+  return trimmed;
+}
+
 export interface CreatedKey {
   view: KeyView;
   /** The full key: returned once, at creation, never stored. */
@@ -34,13 +43,12 @@ export interface CreatedKey {
 
 export async function createKey(
   deps: KeyDeps,
-  input: { accountId: string; name: string; expiresAt?: string | null },
+  input: { accountId: string; name: string; expiresAt?: string | null; limits?: Partial<KeyLimits> },
 ): Promise<CreatedKey> {
-  const name = input.name.trim();
-  if (!name || name.length > 100)
-    throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
+  const name = checkKeyName(input.name);
+  const limits = input.limits ? mergeKeyLimits(null, input.limits) : null;
   const key = generateKey();
-  const rec = await deps.store.createKey({
+  let rec = await deps.store.createKey({
     id: newId(),
     account_id: input.accountId,
     name,
@@ -48,6 +56,8 @@ export async function createKey(
     hint: keyHint(key),
     expires_at: input.expiresAt ?? null,
   });
+  // Nobody holds the new key yet, so setting its limits in a second write opens no unlimited window.
+  if (limits) rec = (await deps.store.setKeyLimits(rec.id, limits)) ?? rec;
   return { view: toKeyView(rec, deps.now?.()), key };
 }
 
@@ -77,10 +87,7 @@ export async function renameKey(
   name: string,
 ): Promise<KeyView> {
   await ownedKey(deps, accountId, keyId);
-  const trimmed = name.trim();
-  if (!trimmed || trimmed.length > 100)
-    throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
-  await deps.store.renameKey(keyId, trimmed);
+  await deps.store.renameKey(keyId, checkKeyName(name));
   return toKeyView((await deps.store.getKey(keyId))!, deps.now?.());
 }
 
@@ -98,11 +105,31 @@ export async function rollKey(
   const now = deps.now?.() ?? new Date();
   if (keyStatus(old, now) !== 'active')
     throw new ApiError(409, 'key_not_active', 'Only an active key can be rolled.');
-  const created = await createKey(deps, { accountId, name: old.name });
+  // The new key inherits the old one's limits: rolling must never lift them.
+  const { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period } = old;
+  const limits = { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period };
+  const created = await createKey(deps, { accountId, name: old.name, limits });
   const expiresAt = new Date(now.getTime() + graceSeconds * 1000).toISOString();
   const keep =
     old.expires_at && Date.parse(old.expires_at) < Date.parse(expiresAt) ? old.expires_at : expiresAt;
   await deps.store.setKeyExpiry(keyId, keep);
   await deps.bus.publish({ type: 'key_changed', key_id: keyId });
   return { created, old: toKeyView((await deps.store.getKey(keyId))!, now) };
+}
+
+/**
+ * Changes a key's limits: fields left out keep their value, null clears one (unlimited). Published as a key
+ * change, so every instance's key cache drops the record and the proxy enforces the new limits at once.
+ */
+export async function setKeyLimits(
+  deps: KeyDeps,
+  accountId: string | null,
+  keyId: string,
+  patch: Partial<KeyLimits>,
+): Promise<KeyView> {
+  const old = await ownedKey(deps, accountId, keyId);
+  const rec = await deps.store.setKeyLimits(keyId, mergeKeyLimits(old, patch));
+  if (!rec) throw new ApiError(404, 'key_not_found', 'No such key.');
+  await deps.bus.publish({ type: 'key_changed', key_id: keyId });
+  return toKeyView(rec, deps.now?.());
 }

@@ -10,6 +10,8 @@ import type { Metrics } from '../metrics.js';
 import type { KeyEvent, KeyEventBus } from './events.js';
 
 export const KEY_EVENTS_CHANNEL = 'keyrelay:key-events';
+const COMMAND_TIMEOUT_MS = 2_000;
+const HEARTBEAT_MS = 5_000;
 
 interface Wire {
   from: string;
@@ -44,7 +46,8 @@ export async function createRedisKeyEventBus(
     retryStrategy: (times: number) => Math.min(times * 200, 2_000),
     lazyConnect: true,
   };
-  const client = new Redis(url, options);
+  // A Redis that stops answering without closing (a partition) must not hang a revoke or a login.
+  const client = new Redis(url, { ...options, commandTimeout: COMMAND_TIMEOUT_MS });
   const sub = new Redis(url, { ...options, enableOfflineQueue: true, maxRetriesPerRequest: null });
   let subReadyOnce = false;
   let downSince: number | null = null;
@@ -52,8 +55,13 @@ export async function createRedisKeyEventBus(
   sub.on('ready', () => {
     metrics.redisUp.set(1);
     if (subReadyOnce) {
-      // Whatever was published while we were disconnected is lost: start from a clean cache.
+      // Whatever was published while we were disconnected is lost: start from a clean cache. Once more when
+      // the channel is subscribed again, for an entry re-cached before a revocation in that gap.
       emit({ type: 'flush_all' });
+      sub.subscribe(KEY_EVENTS_CHANNEL).then(
+        () => emit({ type: 'flush_all' }),
+        () => {},
+      );
       log.info({ downMs: downSince ? Date.now() - downSince : null }, 'redis reconnected; key cache flushed');
     }
     subReadyOnce = true;
@@ -82,6 +90,24 @@ export async function createRedisKeyEventBus(
   await Promise.all([client.connect(), sub.connect()]);
   await sub.subscribe(KEY_EVENTS_CHANNEL);
 
+  // A silent subscriber connection (partition) would report Redis up while hearing nothing: ping it, and
+  // reconnect when it does not answer, which reports the outage and flushes the cache on return.
+  const heartbeat = setInterval(() => {
+    if (sub.status !== 'ready') return;
+    let answered = false;
+    const timer = setTimeout(() => {
+      if (!answered && sub.status === 'ready') sub.disconnect(true);
+    }, COMMAND_TIMEOUT_MS);
+    sub.ping().then(
+      () => {
+        answered = true;
+        clearTimeout(timer);
+      },
+      () => {},
+    );
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+
   return {
     client,
     async publish(event: KeyEvent) {
@@ -96,6 +122,7 @@ export async function createRedisKeyEventBus(
       listeners.push(listener);
     },
     async close() {
+      clearInterval(heartbeat);
       sub.disconnect();
       client.disconnect();
       return Promise.resolve();

@@ -25,6 +25,11 @@ const record = (over: Partial<KeyRecord> = {}): KeyRecord => ({
   last_used_at: null,
   expires_at: null,
   revoked_at: null,
+  allowed_providers: null,
+  allowed_models: null,
+  rate_limit_rpm: null,
+  budget_usd: null,
+  budget_period: null,
   ...over,
 });
 

@@ -16,10 +16,13 @@ interface Entry {
 
 const NEGATIVE_TTL_MS = 5_000;
 const MAX_ENTRIES = 100_000;
+const LOOKUP_TIMEOUT_MS = 5_000;
 
 export class KeyVerifier {
   private cache = new Map<string, Entry>();
   private inflight = new Map<string, Promise<KeyRecord | null>>();
+  /** Bumped by every key event; a read started in an older generation is not cached. */
+  private generation = 0;
 
   constructor(
     private store: Pick<ConfigStore, 'getKeyByHash'>,
@@ -46,7 +49,7 @@ export class KeyVerifier {
       key = hit.key;
     } else {
       try {
-        key = await this.load(hash);
+        key = await this.lookup(hash);
       } catch (err) {
         return { key: null, error: err instanceof ProxyError ? err : new ProxyError('proxy_unavailable') };
       }
@@ -58,12 +61,29 @@ export class KeyVerifier {
     return { key, error: null };
   }
 
+  /** A silent database (partition) answers this request with a 503 instead of holding it for the pool's timeout. */
+  private lookup(hash: string): Promise<KeyRecord | null> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new ProxyError('proxy_unavailable', 'Key store unreachable.', 5)),
+        LOOKUP_TIMEOUT_MS,
+      );
+      void this.load(hash)
+        .then(resolve, reject)
+        .finally(() => clearTimeout(timer));
+    });
+  }
+
   private load(hash: string): Promise<KeyRecord | null> {
     const pending = this.inflight.get(hash);
     if (pending) return pending;
+    const generation = this.generation;
     const p = this.store
       .getKeyByHash(hash)
       .then((key) => {
+        // A key event that arrived while this read was running may describe a change the read missed:
+        // answer this caller, but do not keep the record for the TTL.
+        if (generation !== this.generation) return key;
         if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
         this.cache.set(hash, { key, fetchedAt: this.now() });
         return key;
@@ -71,12 +91,17 @@ export class KeyVerifier {
       .catch((err: unknown) => {
         throw new ProxyError('proxy_unavailable', 'Key store unreachable.', 5, { cause: err });
       })
-      .finally(() => this.inflight.delete(hash));
+      .finally(() => {
+        if (this.inflight.get(hash) === p) this.inflight.delete(hash);
+      });
     this.inflight.set(hash, p);
     return p;
   }
 
   onEvent(e: KeyEvent): void {
+    this.generation++;
+    // Reads already running must not be joined by later checks: they may predate the change.
+    this.inflight.clear();
     if (e.type === 'flush_all') {
       this.cache.clear();
       return;

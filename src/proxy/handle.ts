@@ -14,6 +14,7 @@ import { ProxyError, renderProxyError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { LastUsedTracker } from '../keys/last-used.js';
 import type { KeyVerifier } from '../keys/verify.js';
+import type { Limits } from '../limits/limiter.js';
 import type { Provider, RequestLogRow } from '../log/record.js';
 import type { Metrics } from '../metrics.js';
 import {
@@ -34,6 +35,7 @@ export interface ProxyContext extends RowContext {
   keys: KeyVerifier;
   lastUsed: LastUsedTracker;
   record: (row: RequestLogRow) => void;
+  limits: Limits;
   metrics: Metrics;
   log: Logger;
   dispatcher: Dispatcher;
@@ -97,6 +99,9 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     return finish(ctx, ex, req, res, 'client_aborted');
   }
   ex.info = parseRequestInfo(target.provider, target.path, ex.requestBody, req.headers['content-type']);
+  // Per-key controls need the model, so they run once the body is parsed; memory only, no await.
+  const limited = ctx.limits.check(key!, target.provider, ex.info.model, req.method);
+  if (limited) return refuse(ctx, ex, req, res, limited);
   const injected = ctx.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
 
   // 4. Forward. A caller that goes away aborts the upstream request at once, also before the first byte.
@@ -250,4 +255,5 @@ function finish(
   if (row.reasoning_tokens) m.tokens.inc({ provider, type: 'reasoning' }, row.reasoning_tokens);
   if (row.cost_usd) m.cost.inc({ provider }, row.cost_usd);
   ctx.record(row);
+  ctx.limits.record(row);
 }

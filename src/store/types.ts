@@ -17,8 +17,20 @@ export interface AccountWithSecret extends Account {
 }
 
 export type KeyStatus = 'active' | 'revoked' | 'expired';
+export type BudgetPeriod = 'day' | 'month';
 
-export interface KeyRecord {
+/** Per-key controls (enforced by src/limits/); null = unlimited / any. */
+export interface KeyLimits {
+  allowed_providers: Provider[] | null;
+  /** Exact model names or `prefix*` patterns, matched against the request body's model. */
+  allowed_models: string[] | null;
+  rate_limit_rpm: number | null;
+  budget_usd: number | null;
+  /** UTC calendar period of the budget; null exactly when budget_usd is null. */
+  budget_period: BudgetPeriod | null;
+}
+
+export interface KeyRecord extends KeyLimits {
   id: string;
   name: string;
   account_id: string;
@@ -69,6 +81,8 @@ export interface ConfigStore {
   revokeKey(id: string, at: string): Promise<KeyRecord | null>;
   /** Sets expires_at (used by roll: the old key expires after the grace period). */
   setKeyExpiry(id: string, expiresAt: string | null): Promise<void>;
+  /** Replaces all of a key's limits; returns the key afterwards (null if unknown). */
+  setKeyLimits(id: string, limits: KeyLimits): Promise<KeyRecord | null>;
   /** Coalesced write: for each key id, last_used_at = max(existing, given). */
   touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void>;
 
@@ -156,4 +170,6 @@ export interface LogStore {
   /** Deletes rows created before `before`; drops bodies of rows created before `bodiesBefore`. */
   prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }>;
   count(): Promise<number>;
+  /** Sum of the known cost_usd of a key's rows created at or after `since` (0 when none): budget spend. */
+  spendSince(keyId: string, since: string): Promise<number>;
 }

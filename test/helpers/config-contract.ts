@@ -82,6 +82,11 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         last_used_at: null,
         expires_at: null,
         revoked_at: null,
+        allowed_providers: null,
+        allowed_models: null,
+        rate_limit_rpm: null,
+        budget_usd: null,
+        budget_period: null,
       });
       expect(await cfg.getKeyByHash(`hash-${k.id}`)).toEqual(k);
       expect(await cfg.getKey(k.id)).toEqual(k);
@@ -134,6 +139,41 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
       expect((await cfg.getKey(k.id))!.expires_at).toBe(iso(T0));
       await cfg.setKeyExpiry(k.id, null);
       expect((await cfg.getKey(k.id))!.expires_at).toBeNull();
+    });
+
+    it('setKeyLimits stores every limit, replaces them whole, clears them with nulls', async () => {
+      const a = await newAccount();
+      const k = await newKey(a.id);
+      const limits = {
+        allowed_providers: ['anthropic' as const],
+        allowed_models: ['claude-sonnet-5-5', 'gpt-4o*', 'a "quoted", odd {name}'],
+        rate_limit_rpm: 120,
+        budget_usd: 12.345678,
+        budget_period: 'day' as const,
+      };
+      const set = await cfg.setKeyLimits(k.id, limits);
+      expect(set).toEqual({ ...k, ...limits });
+      expect(await cfg.getKey(k.id)).toEqual(set);
+      expect(await cfg.getKeyByHash(`hash-${k.id}`)).toEqual(set);
+      expect((await cfg.listKeys(a.id))[0]).toEqual(set);
+      const replaced = {
+        allowed_providers: ['openai' as const, 'anthropic' as const],
+        allowed_models: null,
+        rate_limit_rpm: null,
+        budget_usd: 1_000_000,
+        budget_period: 'month' as const,
+      };
+      expect(await cfg.setKeyLimits(k.id, replaced)).toEqual({ ...k, ...replaced });
+      const cleared = {
+        allowed_providers: null,
+        allowed_models: null,
+        rate_limit_rpm: null,
+        budget_usd: null,
+        budget_period: null,
+      };
+      expect(await cfg.setKeyLimits(k.id, cleared)).toEqual(k);
+      expect(await cfg.getKey(k.id)).toEqual(k);
+      expect(await cfg.setKeyLimits('unknown', cleared)).toBeNull();
     });
 
     it('touchKeys keeps the latest last_used_at (max), ignoring older and unknown ids', async () => {

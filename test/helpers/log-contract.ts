@@ -379,6 +379,23 @@ export function describeLogStoreContract(ctx: LogContext): void {
     });
   });
 
+  describe('spendSince', () => {
+    it('sums the known costs of one key from `since` on (inclusive), 0 when there are none', async () => {
+      const key = `key-${newId()}`;
+      await log.insertBatch([
+        makeLogRow({ account_id: acct, key_id: key, at: T0 - 1, cost_usd: 100 }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0, cost_usd: 0.25 }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0 + HOUR, cost_usd: 1.5 }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0 + 2 * HOUR, cost_usd: null }),
+        makeLogRow({ account_id: acct, key_id: `other-${key}`, at: T0 + HOUR, cost_usd: 7 }),
+      ]);
+      expect(await log.spendSince(key, new Date(T0).toISOString())).toBeCloseTo(1.75, 12);
+      expect(await log.spendSince(key, new Date(T0 - 1).toISOString())).toBeCloseTo(101.75, 12);
+      expect(await log.spendSince(key, new Date(T0 + 3 * HOUR).toISOString())).toBe(0);
+      expect(await log.spendSince(`none-${key}`, new Date(T0).toISOString())).toBe(0);
+    });
+  });
+
   describe('prune', () => {
     it('deletes rows before `before` and strips bodies before `bodiesBefore`', async () => {
       const old = Date.parse('2001-01-01T00:00:00.000Z');

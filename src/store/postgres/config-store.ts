@@ -2,7 +2,16 @@
 import type pg from 'pg';
 import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
 import { toIso, toIsoOrNull } from '../time.js';
-import type { Account, AccountWithSecret, ConfigStore, KeyRecord, SessionRecord } from '../types.js';
+import type { Provider } from '../../log/record.js';
+import type {
+  Account,
+  AccountWithSecret,
+  BudgetPeriod,
+  ConfigStore,
+  KeyLimits,
+  KeyRecord,
+  SessionRecord,
+} from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations, type PgMigration } from './db.js';
 
 const MIGRATIONS: readonly PgMigration[] = [
@@ -45,9 +54,24 @@ const MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'key limits',
+    // NULL everywhere means "no limit". double precision, not numeric: pg returns numeric as a string.
+    sql: `
+      ALTER TABLE keys
+        ADD COLUMN allowed_providers text[],
+        ADD COLUMN allowed_models text[],
+        ADD COLUMN rate_limit_rpm integer,
+        ADD COLUMN budget_usd double precision,
+        ADD COLUMN budget_period text CHECK (budget_period IN ('day', 'month'));
+    `,
+  },
 ];
 
-const KEY_COLUMNS = 'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at';
+const KEY_COLUMNS =
+  'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at, ' +
+  'allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period';
 const ACCOUNT_COLUMNS = 'id, email, password_hash, password_changed_at, created_at';
 const SESSION_COLUMNS = 'id_hash, account_id, created_at, last_seen_at, expires_at';
 
@@ -73,6 +97,11 @@ function toKey(r: Row): KeyRecord {
     last_used_at: isoOrNull(r.last_used_at),
     expires_at: isoOrNull(r.expires_at),
     revoked_at: isoOrNull(r.revoked_at),
+    allowed_providers: (r.allowed_providers as Provider[] | null) ?? null,
+    allowed_models: (r.allowed_models as string[] | null) ?? null,
+    rate_limit_rpm: (r.rate_limit_rpm as number | null) ?? null,
+    budget_usd: (r.budget_usd as number | null) ?? null,
+    budget_period: (r.budget_period as BudgetPeriod | null) ?? null,
   };
 }
 
@@ -194,6 +223,15 @@ export class PgConfigStore implements ConfigStore {
 
   async setKeyExpiry(id: string, expiresAt: string | null): Promise<void> {
     await this.pool.query('UPDATE keys SET expires_at = $1 WHERE id = $2', [toIsoOrNull(expiresAt), id]);
+  }
+
+  async setKeyLimits(id: string, l: KeyLimits): Promise<KeyRecord | null> {
+    const [r] = await this.rows(
+      `UPDATE keys SET allowed_providers = $1, allowed_models = $2, rate_limit_rpm = $3, budget_usd = $4,
+       budget_period = $5 WHERE id = $6 RETURNING ${KEY_COLUMNS}`,
+      [l.allowed_providers, l.allowed_models, l.rate_limit_rpm, l.budget_usd, l.budget_period, id],
+    );
+    return r ? toKey(r) : null;
   }
 
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {

@@ -7,10 +7,27 @@ export interface PgMigration {
   sql: string;
 }
 
+/** Connections per pool; each instance opens two pools (config store and log store). */
+const POOL_MAX = 10;
+const CONNECT_TIMEOUT_MS = 10_000;
+/** Client-side bound on any one query: a timed-out connection is dropped by the pool, not reused. */
+const QUERY_TIMEOUT_MS = 30_000;
+/** Migrations (and waiting for another instance's) may legitimately take long on a big table. */
+const MIGRATION_QUERY_TIMEOUT_MS = 24 * 3_600_000;
+
 /** The stores accept a pool (shared, left open by close()) or a URL (own pool, ended by close()). */
 export function resolvePool(poolOrUrl: pg.Pool | string): { pool: pg.Pool; owned: boolean } {
   if (typeof poolOrUrl !== 'string') return { pool: poolOrUrl, owned: false };
-  const pool = new pg.Pool({ connectionString: poolOrUrl, max: 10 });
+  const pool = new pg.Pool({
+    connectionString: poolOrUrl,
+    max: POOL_MAX,
+    // Without these a server that is down or silent (partition, failover to another host) makes callers
+    // wait for ever: the log queue would stop writing for good and key lookups would hang requests.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
   // An idle client losing its connection emits 'error' on the pool; unhandled, it would end the process.
   // The next query gets a fresh connection or fails with an error its caller handles.
   pool.on('error', () => {});
@@ -27,7 +44,12 @@ export async function runPgMigrations(
   scope: 'config' | 'log',
   migrations: readonly PgMigration[],
 ): Promise<void> {
-  const client = await pool.connect();
+  const conn = await pool.connect();
+  // pg's query config accepts query_timeout; its type declarations do not list it.
+  const client = {
+    query: <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) =>
+      conn.query<R>({ text, values, query_timeout: MIGRATION_QUERY_TIMEOUT_MS } as pg.QueryConfig),
+  };
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
@@ -63,7 +85,7 @@ export async function runPgMigrations(
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
-    client.release();
+    conn.release();
   }
 }
 

@@ -262,4 +262,12 @@ export class PgLogStore implements LogStore {
     const { rows } = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM requests');
     return Number(rows[0]!.n);
   }
+
+  async spendSince(keyId: string, since: string): Promise<number> {
+    const { rows } = await this.pool.query<{ s: number }>(
+      'SELECT COALESCE(SUM(cost_usd), 0)::double precision AS s FROM requests WHERE key_id = $1 AND created_at >= $2',
+      [keyId, toIso(since)],
+    );
+    return rows[0]!.s;
+  }
 }

@@ -6,7 +6,15 @@
  */
 import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
 import { toIso, toIsoOrNull } from '../time.js';
-import type { Account, AccountWithSecret, ConfigStore, KeyRecord, SessionRecord } from '../types.js';
+import type { Provider } from '../../log/record.js';
+import type {
+  Account,
+  AccountWithSecret,
+  ConfigStore,
+  KeyLimits,
+  KeyRecord,
+  SessionRecord,
+} from '../types.js';
 import {
   createStatementCache,
   openSqlite,
@@ -56,9 +64,38 @@ const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'key limits',
+    // Lists are JSON arrays in TEXT; NULL everywhere means "no limit".
+    sql: `
+      ALTER TABLE keys ADD COLUMN allowed_providers TEXT CHECK (allowed_providers IS NULL OR json_valid(allowed_providers));
+      ALTER TABLE keys ADD COLUMN allowed_models TEXT CHECK (allowed_models IS NULL OR json_valid(allowed_models));
+      ALTER TABLE keys ADD COLUMN rate_limit_rpm INTEGER;
+      ALTER TABLE keys ADD COLUMN budget_usd REAL;
+      ALTER TABLE keys ADD COLUMN budget_period TEXT CHECK (budget_period IS NULL OR budget_period IN ('day', 'month'));
+    `,
+  },
 ];
 
-const KEY_COLUMNS = 'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at';
+const KEY_COLUMNS =
+  'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at, ' +
+  'allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period';
+
+type KeyRow = Omit<KeyRecord, 'allowed_providers' | 'allowed_models'> & {
+  allowed_providers: string | null;
+  allowed_models: string | null;
+};
+
+function toKey(r: KeyRow): KeyRecord {
+  return {
+    ...r,
+    allowed_providers: r.allowed_providers === null ? null : (JSON.parse(r.allowed_providers) as Provider[]),
+    allowed_models: r.allowed_models === null ? null : (JSON.parse(r.allowed_models) as string[]),
+  };
+}
+
+const jsonOrNull = (v: readonly string[] | null) => (v === null ? null : JSON.stringify(v));
 const ACCOUNT_COLUMNS = 'id, email, password_hash, password_changed_at, created_at';
 
 function isUniqueViolation(err: unknown): boolean {
@@ -139,33 +176,34 @@ export class SqliteConfigStore implements ConfigStore {
       last_used_at: null,
       expires_at: toIsoOrNull(k.expires_at),
       revoked_at: null,
+      allowed_providers: null,
+      allowed_models: null,
+      rate_limit_rpm: null,
+      budget_usd: null,
+      budget_period: null,
     };
-    this.stmt(`INSERT INTO keys (${KEY_COLUMNS}, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-      rec.id,
-      rec.name,
-      rec.account_id,
-      rec.hint,
-      rec.created_at,
-      null,
-      rec.expires_at,
-      null,
-      k.hash,
-    );
+    this.stmt(
+      'INSERT INTO keys (id, name, account_id, hint, created_at, expires_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ).run(rec.id, rec.name, rec.account_id, rec.hint, rec.created_at, rec.expires_at, k.hash);
     return rec;
   }
 
   async getKeyByHash(hash: string): Promise<KeyRecord | null> {
-    return this.stmt<[string], KeyRecord>(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash) ?? null;
+    const row = this.stmt<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash);
+    return row ? toKey(row) : null;
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
-    return this.stmt<[string], KeyRecord>(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`).get(id) ?? null;
+    const row = this.stmt<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM keys WHERE id = ?`).get(id);
+    return row ? toKey(row) : null;
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
-    return this.stmt<[string], KeyRecord>(
+    return this.stmt<[string], KeyRow>(
       `SELECT ${KEY_COLUMNS} FROM keys WHERE account_id = ? ORDER BY created_at DESC, id DESC`,
-    ).all(accountId);
+    )
+      .all(accountId)
+      .map(toKey);
   }
 
   async renameKey(id: string, name: string): Promise<void> {
@@ -179,6 +217,21 @@ export class SqliteConfigStore implements ConfigStore {
 
   async setKeyExpiry(id: string, expiresAt: string | null): Promise<void> {
     this.stmt('UPDATE keys SET expires_at = ? WHERE id = ?').run(toIsoOrNull(expiresAt), id);
+  }
+
+  async setKeyLimits(id: string, l: KeyLimits): Promise<KeyRecord | null> {
+    this.stmt(
+      `UPDATE keys SET allowed_providers = ?, allowed_models = ?, rate_limit_rpm = ?, budget_usd = ?,
+       budget_period = ? WHERE id = ?`,
+    ).run(
+      jsonOrNull(l.allowed_providers),
+      jsonOrNull(l.allowed_models),
+      l.rate_limit_rpm,
+      l.budget_usd,
+      l.budget_period,
+      id,
+    );
+    return this.getKey(id);
   }
 
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {

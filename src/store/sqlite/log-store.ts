@@ -232,6 +232,12 @@ export class SqliteLogStore implements LogStore {
     return this.stmt<[], { n: number }>('SELECT COUNT(*) AS n FROM requests').get()!.n;
   }
 
+  async spendSince(keyId: string, since: string): Promise<number> {
+    return this.stmt<[string, string], { s: number }>(
+      'SELECT COALESCE(SUM(cost_usd), 0) AS s FROM requests WHERE key_id = ? AND created_at >= ?',
+    ).get(keyId, toIso(since))!.s;
+  }
+
   private dialect(params: (string | number)[]) {
     return {
       bind(value: string | number) {

@@ -41,12 +41,13 @@ export function Shell({ children }: { children: ReactNode }) {
   const { pathname } = useLocation();
   const { account, signOut } = useSession();
   const [menuOpen, setMenuOpen] = useState(false);
-  const first = useRef(true);
+  const shownPath = useRef(pathname);
   useEffect(() => {
     setMenuOpen(false);
     // After a client-side navigation, move focus to the new page as a full page load would.
-    if (first.current) first.current = false;
-    else document.getElementById('main')?.focus({ preventScroll: true });
+    if (shownPath.current === pathname) return;
+    shownPath.current = pathname;
+    document.getElementById('main')?.focus({ preventScroll: true });
   }, [pathname]);
   useEffect(() => {
     if (!menuOpen) return;

@@ -107,14 +107,21 @@ function DefaultKeyCard() {
             </span>
             <KeyStatusBadge status={main.status} />
           </div>
-          <p className="muted small">
-            Full keys are shown only once, when created. Lost it?{' '}
-            <Link to={`/keys?roll=${encodeURIComponent(main.id)}`}>Roll this key</Link> to get a new one.
-          </p>
+          {main.status === 'active' ? (
+            <p className="muted small">
+              Full keys are shown only once, when created. Lost it?{' '}
+              <Link to={`/keys?roll=${encodeURIComponent(main.id)}`}>Roll this key</Link> to get a new one.
+            </p>
+          ) : (
+            <p className="muted small">
+              This key no longer works. <Link to="/keys?create=1">Create a new key</Link> to keep making
+              calls.
+            </p>
+          )}
         </div>
       ) : (
         <p className="muted">
-          You have no keys yet. <Link to="/keys?create=1">Create one</Link>.
+          You have no keys yet. <Link to="/keys?create=1">Create one</Link> to start.
         </p>
       )}
     </section>

@@ -118,7 +118,7 @@ export function RequestsPage() {
         </div>
       ) : (
         <>
-          <div className="table-wrap card">
+          <div className={`table-wrap card ${first.loading ? 'is-loading' : ''}`} aria-busy={first.loading}>
             <table className="table table-hover requests-table">
               <thead>
                 <tr>

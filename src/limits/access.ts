@@ -1,0 +1,61 @@
+/**
+ * Which provider and model a key may use. Model patterns are compiled once per allow-list array: a changed
+ * key arrives as a new KeyRecord (new array), so the WeakMap never serves a stale list.
+ */
+import type { Provider } from '../log/record.js';
+import type { KeyLimits } from '../store/types.js';
+
+export const MAX_MODEL_PATTERNS = 50;
+export const MAX_MODEL_PATTERN_LENGTH = 200;
+
+interface ModelMatcher {
+  exact: Set<string>;
+  prefixes: string[];
+}
+
+const compiled = new WeakMap<readonly string[], ModelMatcher>();
+
+function matcherFor(patterns: readonly string[]): ModelMatcher {
+  let m = compiled.get(patterns);
+  if (!m) {
+    m = { exact: new Set(), prefixes: [] };
+    for (const p of patterns) {
+      if (p.endsWith('*')) m.prefixes.push(p.slice(0, -1));
+      else m.exact.add(p);
+    }
+    compiled.set(patterns, m);
+  }
+  return m;
+}
+
+/** An exact model name, or a prefix followed by one trailing `*` (`gpt-4o*`, `*` alone = any model). */
+export function isValidModelPattern(p: string): boolean {
+  if (p.length === 0 || p.length > MAX_MODEL_PATTERN_LENGTH || /[\s\x00-\x1f]/.test(p)) return false;
+  const star = p.indexOf('*');
+  return star === -1 || star === p.length - 1;
+}
+
+export function isModelAllowed(patterns: readonly string[], model: string): boolean {
+  const m = matcherFor(patterns);
+  if (m.exact.has(model)) return true;
+  for (const prefix of m.prefixes) if (model.startsWith(prefix)) return true;
+  return false;
+}
+
+/**
+ * Whether the key may send this request. With a model allow-list, a request whose body names no model is
+ * let through only when it reads (GET/HEAD: model lists, retrieving files or responses): a POST without a
+ * visible model (batches, file uploads, multipart audio) could reach any model, so it is refused.
+ */
+export function isRequestAllowed(
+  limits: Pick<KeyLimits, 'allowed_providers' | 'allowed_models'>,
+  provider: Provider,
+  model: string | null,
+  method: string | undefined,
+): boolean {
+  if (limits.allowed_providers && !limits.allowed_providers.includes(provider)) return false;
+  const models = limits.allowed_models;
+  if (!models) return true;
+  if (model === null) return method === 'GET' || method === 'HEAD';
+  return isModelAllowed(models, model);
+}

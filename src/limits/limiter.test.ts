@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { KeyRecord } from '../store/types.js';
+import { KeyLimiter } from './limiter.js';
+import { createRedisCounters } from './redis-counters.js';
+
+const key = (over: Partial<KeyRecord> = {}): KeyRecord => ({
+  id: randomUUID(),
+  name: 'k',
+  account_id: 'a',
+  hint: 'kr_…',
+  created_at: new Date().toISOString(),
+  last_used_at: null,
+  expires_at: null,
+  revoked_at: null,
+  allowed_providers: null,
+  allowed_models: null,
+  rate_limit_rpm: null,
+  budget_usd: null,
+  budget_period: null,
+  ...over,
+});
+
+const noSpend = () => Promise.resolve(0);
+const opened: KeyLimiter[] = [];
+const client = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
+afterAll(async () => {
+  for (const l of opened) await l.close();
+  await client.quit();
+});
+function limiter(opts: Partial<ConstructorParameters<typeof KeyLimiter>[0]> = {}) {
+  // A sync interval far beyond the test: rounds run only when the test calls sync().
+  const l = new KeyLimiter({ spendSince: noSpend, syncMs: 3_600_000, ...opts });
+  opened.push(l);
+  return l;
+}
+
+describe('KeyLimiter', () => {
+  it('lets a key without limits through without tracking it', () => {
+    const l = limiter();
+    for (let i = 0; i < 100; i++) expect(l.check(key(), 'openai', 'gpt-4o', 'POST')).toBeNull();
+    expect(l.trackedKeys).toBe(0);
+  });
+
+  it('names what was refused: the provider, the model, the rate, the budget', async () => {
+    const l = limiter({ spendSince: () => Promise.resolve(3) });
+    expect(l.check(key({ allowed_providers: ['openai'] }), 'anthropic', 'c', 'POST')?.message).toContain(
+      'Provider anthropic',
+    );
+    const m = l.check(key({ allowed_models: ['x'] }), 'openai', 'gpt-4o', 'POST');
+    expect([m?.code, m?.status]).toEqual(['proxy_key_forbidden', 403]);
+    expect(m?.message).toContain('model gpt-4o');
+    const limited = key({ rate_limit_rpm: 1 });
+    expect(l.check(limited, 'openai', 'gpt-4o', 'POST')).toBeNull();
+    const r = l.check(limited, 'openai', 'gpt-4o', 'POST');
+    expect([r?.code, r?.status, r?.retryAfterSeconds !== undefined]).toEqual([
+      'proxy_rate_limited',
+      429,
+      true,
+    ]);
+    const budgeted = key({ budget_usd: 2, budget_period: 'month' });
+    expect(l.check(budgeted, 'openai', 'gpt-4o', 'POST')).toBeNull(); // loading: allowed
+    await new Promise((res) => setImmediate(res));
+    const b = l.check(budgeted, 'openai', 'gpt-4o', 'POST');
+    expect([b?.code, b?.status]).toEqual(['proxy_budget_exceeded', 429]);
+    expect(b?.retryAfterSeconds).toBeGreaterThan(0);
+  });
+
+  it('counts a recorded cost against the key’s budget', async () => {
+    const l = limiter();
+    const k = key({ budget_usd: 1, budget_period: 'day' });
+    l.check(k, 'openai', 'gpt-4o', 'POST');
+    await new Promise((res) => setImmediate(res));
+    const row = { key_id: k.id, created_at: new Date().toISOString(), cost_usd: 1 };
+    l.record(row as Parameters<KeyLimiter['record']>[0]);
+    expect(l.check(k, 'openai', 'gpt-4o', 'POST')?.code).toBe('proxy_budget_exceeded');
+  });
+
+  it('shares a rate limit between two instances after one sync round', async () => {
+    const a = limiter({ shared: createRedisCounters(client) });
+    const b = limiter({ shared: createRedisCounters(client) });
+    const k = key({ rate_limit_rpm: 5 });
+    for (let i = 0; i < 3; i++) expect(a.check(k, 'openai', 'm', 'POST')).toBeNull();
+    expect(b.check(k, 'openai', 'm', 'POST')).toBeNull();
+    await a.sync();
+    await b.sync();
+    expect(b.check(k, 'openai', 'm', 'POST')).toBeNull(); // 3 + 1 + this one = 5
+    expect(b.check(k, 'openai', 'm', 'POST')?.code).toBe('proxy_rate_limited');
+    await b.sync();
+    await a.sync();
+    expect(a.check(k, 'openai', 'm', 'POST')?.code).toBe('proxy_rate_limited');
+  });
+});

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { RateCounters } from './rate.js';
+
+const MIN = 60_000;
+const T = 1_000 * MIN; // the start of a minute
+
+describe('RateCounters', () => {
+  it('admits rpm requests in a minute, then answers the seconds until the next window', () => {
+    const r = new RateCounters(false);
+    for (let i = 0; i < 3; i++) expect(r.admit('k', 3, T + 1_000 * i)).toBeNull();
+    // Current window full: wait for it to end (57 s), then until the weighted 3 fall to 2 (another 20 s).
+    expect(r.admit('k', 3, T + 3_000)).toBe(77);
+  });
+
+  it('weighs the previous window by its overlap with the last minute, rounding up', () => {
+    const r = new RateCounters(false);
+    for (let i = 0; i < 4; i++) expect(r.admit('k', 4, T + 50_000)).toBeNull();
+    // 15 s into the next window, 4 × 0.75 = 3 still count: one more fits, then none.
+    expect(r.admit('k', 4, T + MIN + 15_000)).toBeNull();
+    const wait = r.admit('k', 4, T + MIN + 15_001)!;
+    expect(wait).toBeGreaterThan(0);
+    // At the suggested time one request is admitted again.
+    expect(r.admit('k', 4, T + MIN + 15_001 + wait * 1000)).toBeNull();
+  });
+
+  it('does not let a burst at a window boundary double the limit', () => {
+    const r = new RateCounters(false);
+    let admitted = 0;
+    for (let i = 0; i < 20; i++) if (r.admit('k', 10, T + MIN - 100) === null) admitted++;
+    for (let i = 0; i < 20; i++) if (r.admit('k', 10, T + MIN + 100) === null) admitted++;
+    expect(admitted).toBe(10);
+  });
+
+  it('keeps keys apart and forgets a window older than the previous one', () => {
+    const r = new RateCounters(false);
+    expect(r.admit('a', 1, T)).toBeNull();
+    expect(r.admit('b', 1, T)).toBeNull();
+    expect(r.admit('a', 1, T)).not.toBeNull();
+    expect(r.admit('a', 1, T + 2 * MIN)).toBeNull();
+  });
+
+  it('hands pending counts to a sync and adopts the shared totals it reads back', () => {
+    const r = new RateCounters(true);
+    expect(r.admit('k', 5, T)).toBeNull();
+    expect(r.admit('k', 5, T)).toBeNull();
+    const { current } = r.collect(T + 100);
+    expect(current).toEqual([{ keyId: 'k', window: T / MIN, delta: 2 }]);
+    expect(r.admit('k', 5, T + 150)).toBeNull(); // pending while the push is in flight
+    r.apply(current[0]!, 4, 0); // 2 from here + 2 from another instance
+    expect(r.admit('k', 5, T + 200)).not.toBeNull(); // 4 shared + 1 pending = 5
+  });
+
+  it('puts counts of a failed push back, and pushes a rolled window’s counts as leftovers', () => {
+    const r = new RateCounters(true);
+    r.admit('k', 5, T);
+    const first = r.collect(T + 10).current[0]!;
+    r.restore(first);
+    expect(r.collect(T + 20).current[0]!.delta).toBe(1);
+    r.admit('k', 5, T + 30);
+    r.admit('k', 5, T + MIN + 1); // rolls the window with one pending
+    const { current, leftovers } = r.collect(T + MIN + 2);
+    expect(leftovers).toEqual([{ keyId: 'k', window: T / MIN, delta: 1 }]);
+    expect(current).toEqual([{ keyId: 'k', window: T / MIN + 1, delta: 1 }]);
+  });
+
+  it('drops idle keys', () => {
+    const r = new RateCounters(false);
+    r.admit('k', 5, T);
+    r.sweep(T + 3 * MIN);
+    expect(r.size).toBe(0);
+  });
+});

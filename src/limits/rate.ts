@@ -1,0 +1,114 @@
+/**
+ * Requests per minute per key, as a sliding-window estimate over two fixed one-minute windows (the
+ * previous window's count weighted by how much of it still overlaps the last 60 s, plus the current
+ * window's count). Fixed windows are what a shared counter can hold (one Redis key per key and minute);
+ * the weighting removes the burst of 2×limit a plain fixed window allows at its boundary. The weighted part
+ * is rounded up, so the estimate never under-counts by a fraction.
+ *
+ * Counting is local and synchronous; `collect`/`apply` let a background sync add this instance's counts
+ * to a shared total and read back what every instance counted (see limiter.ts).
+ */
+import { MINUTE_MS } from './periods.js';
+
+interface RateState {
+  window: number; // index of the current one-minute window (epoch ms / 60 000)
+  count: number; // requests in this window: the last shared total plus what is still pending here
+  pending: number; // admitted here and not yet added to the shared total
+  prev: number; // requests in the previous window
+  lastSeen: number;
+}
+
+export interface RateDelta {
+  keyId: string;
+  window: number;
+  delta: number;
+}
+
+/** States idle this long are dropped: their windows no longer weigh on any estimate. */
+const IDLE_MS = 2 * MINUTE_MS;
+
+export class RateCounters {
+  private states = new Map<string, RateState>();
+  /** Counts of windows that ended before they were pushed; only kept when a sync collects them. */
+  private leftovers: RateDelta[] = [];
+
+  constructor(private readonly shared: boolean) {}
+
+  /** Counts one request and returns null, or returns the seconds until one would be admitted. */
+  admit(keyId: string, rpm: number, now: number): number | null {
+    const window = Math.floor(now / MINUTE_MS);
+    let s = this.states.get(keyId);
+    if (!s) {
+      s = { window, count: 0, pending: 0, prev: 0, lastSeen: now };
+      this.states.set(keyId, s);
+    } else if (s.window !== window) {
+      this.roll(keyId, s, window);
+    }
+    s.lastSeen = now;
+    const elapsed = (now - window * MINUTE_MS) / MINUTE_MS;
+    if (Math.ceil(s.prev * (1 - elapsed)) + s.count >= rpm) {
+      return Math.max(1, Math.ceil(waitFraction(s.prev, s.count, rpm, elapsed) * 60));
+    }
+    s.count++;
+    s.pending++;
+    return null;
+  }
+
+  private roll(keyId: string, s: RateState, window: number): void {
+    if (this.shared && s.pending > 0) this.leftovers.push({ keyId, window: s.window, delta: s.pending });
+    s.prev = window === s.window + 1 ? s.count : 0;
+    s.window = window;
+    s.count = 0;
+    s.pending = 0;
+  }
+
+  /** Takes every recently active key's pending count (moved to the caller), plus ended windows' leftovers. */
+  collect(now: number): { current: RateDelta[]; leftovers: RateDelta[] } {
+    const current: RateDelta[] = [];
+    const window = Math.floor(now / MINUTE_MS);
+    for (const [keyId, s] of this.states) {
+      if (s.window !== window) {
+        if (now - s.lastSeen > IDLE_MS && s.pending === 0) this.states.delete(keyId);
+        else if (s.window < window) this.roll(keyId, s, window);
+        else continue;
+      }
+      current.push({ keyId, window: s.window, delta: s.pending });
+      s.pending = 0;
+    }
+    const leftovers = this.leftovers;
+    this.leftovers = [];
+    return { current, leftovers };
+  }
+
+  /** The shared totals after a push: every instance's count of the window and of the one before. */
+  apply(d: RateDelta, total: number, prevTotal: number): void {
+    const s = this.states.get(d.keyId);
+    if (!s || s.window !== d.window) return;
+    s.count = total + s.pending;
+    s.prev = Math.max(s.prev, prevTotal);
+  }
+
+  /** A push that failed: its counts go back to pending (or are dropped if their window has ended). */
+  restore(d: RateDelta): void {
+    const s = this.states.get(d.keyId);
+    if (s && s.window === d.window) s.pending += d.delta;
+  }
+
+  /** Drops idle keys (used when there is no sync, which otherwise does this in collect). */
+  sweep(now: number): void {
+    for (const [keyId, s] of this.states) if (now - s.lastSeen > IDLE_MS) this.states.delete(keyId);
+  }
+
+  get size(): number {
+    return this.states.size;
+  }
+}
+
+/**
+ * Fraction of a minute until the estimate drops below `rpm` (assuming no other request arrives):
+ * within this window while the current count alone fits, else after the window ends.
+ */
+function waitFraction(prev: number, count: number, rpm: number, elapsed: number): number {
+  if (count < rpm) return prev === 0 ? 0 : Math.max(0, 1 - elapsed - (rpm - 1 - count) / prev);
+  return 1 - elapsed + Math.max(0, 1 - (rpm - 1) / count);
+}

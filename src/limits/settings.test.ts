@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { mergeKeyLimits, NO_LIMITS } from './settings.js';
+
+const bad = (patch: Parameters<typeof mergeKeyLimits>[1], current = NO_LIMITS) => {
+  try {
+    mergeKeyLimits(current, patch);
+  } catch (err) {
+    return (err as { code: string }).code;
+  }
+  return 'accepted';
+};
+
+describe('mergeKeyLimits', () => {
+  it('keeps fields left out, clears fields set to null, and normalises lists', () => {
+    const set = mergeKeyLimits(null, {
+      allowed_providers: ['anthropic', 'openai', 'openai'],
+      allowed_models: ['a', 'b*', 'a'],
+      rate_limit_rpm: 10,
+    });
+    expect(set).toEqual({
+      allowed_providers: ['openai', 'anthropic'],
+      allowed_models: ['a', 'b*'],
+      rate_limit_rpm: 10,
+      budget_usd: null,
+      budget_period: null,
+    });
+    expect(mergeKeyLimits(set, { rate_limit_rpm: null })).toEqual({ ...set, rate_limit_rpm: null });
+  });
+
+  it('gives a budget the current period, else month; clearing the budget clears the period', () => {
+    const monthly = mergeKeyLimits(null, { budget_usd: 5 });
+    expect(monthly.budget_period).toBe('month');
+    const daily = mergeKeyLimits(monthly, { budget_period: 'day' });
+    expect(daily).toMatchObject({ budget_usd: 5, budget_period: 'day' });
+    expect(mergeKeyLimits(daily, { budget_usd: 7 }).budget_period).toBe('day');
+    expect(mergeKeyLimits(daily, { budget_usd: null }).budget_period).toBeNull();
+  });
+
+  it('refuses out-of-range values with invalid_limits', () => {
+    expect(bad({ rate_limit_rpm: 0 })).toBe('invalid_limits');
+    expect(bad({ rate_limit_rpm: 1.5 })).toBe('invalid_limits');
+    expect(bad({ rate_limit_rpm: 1_000_001 })).toBe('invalid_limits');
+    expect(bad({ rate_limit_rpm: 1_000_000 })).toBe('accepted');
+    expect(bad({ budget_usd: 0.009 })).toBe('invalid_limits');
+    expect(bad({ budget_usd: 1_000_000.01 })).toBe('invalid_limits');
+    expect(bad({ budget_usd: Number.NaN })).toBe('invalid_limits');
+    expect(bad({ budget_usd: 0.01 })).toBe('accepted');
+    expect(bad({ budget_period: 'day' })).toBe('invalid_limits');
+    expect(bad({ allowed_providers: [] })).toBe('invalid_limits');
+    expect(bad({ allowed_models: [] })).toBe('invalid_limits');
+    expect(bad({ allowed_models: Array.from({ length: 51 }, (_, i) => `m${i}`) })).toBe('invalid_limits');
+    expect(bad({ allowed_models: Array.from({ length: 50 }, (_, i) => `m${i}`) })).toBe('accepted');
+    expect(bad({ allowed_models: ['gpt*4'] })).toBe('invalid_limits');
+  });
+});
