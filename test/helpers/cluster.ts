@@ -9,6 +9,7 @@ import { Agent, request } from 'undici';
 import { startServeProcess, type ServeProcess } from './process.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
+const STOP_DEADLINE_MS = 45_000;
 
 export interface Instance {
   url: string;
@@ -30,7 +31,10 @@ export async function startInstance(env: Record<string, string>): Promise<Instan
     alive: () => exitCode === undefined,
     async stop() {
       if (exitCode === undefined) proc.child.kill('SIGTERM');
+      // A drain that cannot finish (e.g. a test failed with its database cut) must not outlive the test.
+      const killer = setTimeout(() => proc.child.kill('SIGKILL'), STOP_DEADLINE_MS);
       const code = await proc.exited;
+      clearTimeout(killer);
       rmSync(dataDir, { recursive: true, force: true });
       return code;
     },
