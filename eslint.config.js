@@ -2,7 +2,17 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'web/dist/**', 'data/**', 'test-results/**', 'bin/**'] },
+  {
+    ignores: [
+      'eslint.config.js',
+      'dist/**',
+      'node_modules/**',
+      'web/dist/**',
+      'data/**',
+      'test-results/**',
+      'bin/**',
+    ],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
@@ -17,7 +27,10 @@ export default tseslint.config(
           message: 'Only src/config.ts reads process.env.',
         },
       ],
-      'no-restricted-globals': ['error', { name: 'fetch', message: 'Use undici request/stream for upstream calls.' }],
+      'no-restricted-globals': [
+        'error',
+        { name: 'fetch', message: 'Use undici request/stream for upstream calls.' },
+      ],
     },
   },
   {

@@ -59,7 +59,11 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     const redisBus = await createRedisKeyEventBus(config.redisUrl, metrics, log);
     bus = redisBus;
     sharedCounters = createRedisCounters(redisBus.client);
-    throttle = new FallbackLoginThrottle(new RedisLoginThrottle(redisBus.client), new MemoryLoginThrottle(), log);
+    throttle = new FallbackLoginThrottle(
+      new RedisLoginThrottle(redisBus.client),
+      new MemoryLoginThrottle(),
+      log,
+    );
   } else {
     bus = new LocalKeyEventBus();
     throttle = new MemoryLoginThrottle();

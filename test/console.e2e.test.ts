@@ -144,7 +144,8 @@ const EXPECTED = {
 
 const chromium = findChromium();
 // CI always has Chromium (.ci/run installs it): there a missing browser is a failure, never a skip.
-if (!chromium && process.env.CI) throw new Error('console.e2e: /usr/bin/chromium is missing (apt-get install chromium)');
+if (!chromium && process.env.CI)
+  throw new Error('console.e2e: /usr/bin/chromium is missing (apt-get install chromium)');
 if (!chromium) console.warn('console.e2e: no Chromium installed (apt-get install chromium); skipping');
 
 describe.skipIf(!chromium)('web console, as a new user uses it', () => {

@@ -22,7 +22,8 @@ export class FallbackLoginThrottle implements LoginThrottle {
       this.degraded = false;
       return r;
     } catch (err) {
-      if (!this.degraded) this.log.warn({ err }, 'shared login throttle unavailable; throttling per instance');
+      if (!this.degraded)
+        this.log.warn({ err }, 'shared login throttle unavailable; throttling per instance');
       this.degraded = true;
       const r = await this.local.attempt(s);
       return r.allowed ? { allowed: true, attemptId: `local:${r.attemptId}` } : r;
