@@ -143,7 +143,10 @@ function raisePriority(pids: number[], log: (msg: string) => void): () => void {
   try {
     const before = /nice (-?\d+)/.exec(readFileSync(file, 'utf8'))?.[1] ?? '0';
     writeFileSync(file, '-15');
-    return () => writeFileSync(file, before);
+    const undo = (): void => writeFileSync(file, before);
+    process.once('exit', undo); // also when the run fails half-way
+    process.once('SIGINT', () => process.exit(130));
+    return undo;
   } catch {
     return () => undefined; // no autogroup scheduling here
   }

@@ -76,7 +76,9 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   let draining = false;
   const inflight = new Set<() => void>();
   const active = new Set<Promise<void>>();
-  const keys = new KeyVerifier(configStore, config.keyCacheTtlMs, bus);
+  const keys = new KeyVerifier(configStore, config.keyCacheTtlMs, bus, Date.now, (ok) =>
+    metrics.storeUp.set({ store: 'config' }, ok ? 1 : 0),
+  );
   const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) =>
     warn(err, 'last_used_at write failed'),
   );

@@ -98,3 +98,28 @@ describe('KeyVerifier', () => {
     expect((await v.check(generateKey())).error?.code).toBe('proxy_unavailable');
   });
 });
+
+describe('KeyVerifier and concurrent key events', () => {
+  it('does not cache a read that was running when a key event arrived', async () => {
+    const k = generateKey();
+    let release!: (r: KeyRecord | null) => void;
+    let lookups = 0;
+    // The first read is slow and returns the pre-revocation record; later reads see the revocation.
+    const store = {
+      getKeyByHash: () => {
+        lookups++;
+        if (lookups === 1) return new Promise<KeyRecord | null>((r) => (release = r));
+        return Promise.resolve(record({ revoked_at: new Date().toISOString() }));
+      },
+    };
+    const bus = new LocalKeyEventBus();
+    const v = new KeyVerifier(store, 60_000, bus);
+    const first = v.check(k);
+    await bus.publish({ type: 'key_changed', key_id: 'k1' });
+    const second = v.check(k); // must not join the stale read
+    release(record());
+    expect((await first).error).toBeNull();
+    expect((await second).error?.code).toBe('proxy_key_revoked');
+    expect((await v.check(k)).error?.code).toBe('proxy_key_revoked');
+  });
+});

@@ -29,6 +29,8 @@ export class KeyVerifier {
     private ttlMs: number,
     bus?: KeyEventBus,
     private now: () => number = Date.now,
+    /** Told whether each key read reached the store (feeds keyrelay_store_up{store="config"}). */
+    private onStoreHealth: (ok: boolean) => void = () => {},
   ) {
     bus?.subscribe((e) => this.onEvent(e));
   }
@@ -81,6 +83,7 @@ export class KeyVerifier {
     const p = this.store
       .getKeyByHash(hash)
       .then((key) => {
+        this.onStoreHealth(true);
         // A key event that arrived while this read was running may describe a change the read missed:
         // answer this caller, but do not keep the record for the TTL.
         if (generation !== this.generation) return key;
@@ -89,6 +92,7 @@ export class KeyVerifier {
         return key;
       })
       .catch((err: unknown) => {
+        this.onStoreHealth(false);
         throw new ProxyError('proxy_unavailable', 'Key store unreachable.', 5, { cause: err });
       })
       .finally(() => {

@@ -88,6 +88,11 @@ export class SpendLedger {
 
   private load(keyId: string, s: SpendState, now: number): void {
     s.status = 'loading';
+    // Off the request's synchronous path: the SQLite store runs its query inside the call.
+    setImmediate(() => this.startLoad(keyId, s, now));
+  }
+
+  private startLoad(keyId: string, s: SpendState, now: number): void {
     this.loadSpend(keyId, s.startIso).then(
       (usd) => {
         // Costs recorded while the query ran are already in total; a row flushed to the log in that same
