@@ -1,5 +1,6 @@
 /** Prometheus metrics (prom-client). One registry per app so tests can run several apps in one process. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RequestLogRow } from './log/record.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -80,4 +81,18 @@ export function createMetrics() {
       registers: [registry],
     }),
   };
+}
+
+/** Counts one finished proxied request (called with its log row, after the response). */
+export function observeRow(m: Metrics, row: RequestLogRow): void {
+  const provider = row.provider;
+  m.requests.inc({ provider, status: String(row.status), outcome: row.outcome });
+  m.latency.observe({ provider }, row.latency_ms / 1000);
+  if (row.ttfb_ms !== null && row.status > 0) m.ttfb.observe({ provider }, row.ttfb_ms / 1000);
+  if (row.input_tokens) m.tokens.inc({ provider, type: 'input' }, row.input_tokens);
+  if (row.output_tokens) m.tokens.inc({ provider, type: 'output' }, row.output_tokens);
+  if (row.cache_read_tokens) m.tokens.inc({ provider, type: 'cache_read' }, row.cache_read_tokens);
+  if (row.cache_write_tokens) m.tokens.inc({ provider, type: 'cache_write' }, row.cache_write_tokens);
+  if (row.reasoning_tokens) m.tokens.inc({ provider, type: 'reasoning' }, row.reasoning_tokens);
+  if (row.cost_usd) m.cost.inc({ provider }, row.cost_usd);
 }

@@ -15,8 +15,8 @@ import { newId } from '../ids.js';
 import type { LastUsedTracker } from '../keys/last-used.js';
 import type { KeyVerifier } from '../keys/verify.js';
 import type { Limits } from '../limits/limiter.js';
-import type { Provider, RequestLogRow } from '../log/record.js';
-import type { Metrics } from '../metrics.js';
+import type { RequestLogRow } from '../log/record.js';
+import { observeRow, type Metrics } from '../metrics.js';
 import {
   createResponseTap,
   createUsageStripper,
@@ -243,17 +243,7 @@ function finish(
   if (outcome === 'client_aborted' && !res.headersSent) ex.status = 0;
   if (!ex.key || !ex.provider) return; // nothing to attribute the row to
   const row = toLogRow(ex, req, ctx, endedAt);
-  const provider: Provider = ex.provider;
-  const m = ctx.metrics;
-  m.requests.inc({ provider, status: String(row.status), outcome });
-  m.latency.observe({ provider }, row.latency_ms / 1000);
-  if (row.ttfb_ms !== null && row.status > 0) m.ttfb.observe({ provider }, row.ttfb_ms / 1000);
-  if (row.input_tokens) m.tokens.inc({ provider, type: 'input' }, row.input_tokens);
-  if (row.output_tokens) m.tokens.inc({ provider, type: 'output' }, row.output_tokens);
-  if (row.cache_read_tokens) m.tokens.inc({ provider, type: 'cache_read' }, row.cache_read_tokens);
-  if (row.cache_write_tokens) m.tokens.inc({ provider, type: 'cache_write' }, row.cache_write_tokens);
-  if (row.reasoning_tokens) m.tokens.inc({ provider, type: 'reasoning' }, row.reasoning_tokens);
-  if (row.cost_usd) m.cost.inc({ provider }, row.cost_usd);
+  observeRow(ctx.metrics, row);
   ctx.record(row);
   ctx.limits.record(row);
 }

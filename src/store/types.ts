@@ -46,6 +46,12 @@ export interface KeyView extends KeyRecord {
   status: KeyStatus;
 }
 
+/** A page of the key change feed (ConfigStore.keyChangesSince). */
+export interface KeyChanges {
+  seq: number;
+  keyIds: string[];
+}
+
 export interface SessionRecord {
   id_hash: string; // SHA-256 of the session token; the token itself lives only in the cookie
   account_id: string;
@@ -85,6 +91,14 @@ export interface ConfigStore {
   setKeyLimits(id: string, limits: KeyLimits): Promise<KeyRecord | null>;
   /** Coalesced write: for each key id, last_used_at = max(existing, given). */
   touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void>;
+
+  /** The newest key change's seq (0 when none): where a change-feed reader starts. */
+  keyChangeHead(): Promise<number>;
+  /**
+   * Ids of keys changed (revoked, expiry, name, limits, deleted; never last_used_at) after `seq`, and the seq
+   * to ask from next. Pages: a reader far behind asks again until seq stops moving. Kept for a day.
+   */
+  keyChangesSince(seq: number): Promise<KeyChanges>;
 
   /**
    * Server secrets shared by every instance (e.g. the credential-fingerprint HMAC key): inserts `candidate`

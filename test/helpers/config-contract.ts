@@ -2,6 +2,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import type { ConfigStore } from '../../src/store/types.js';
+import { describeKeyChangeFeedContract } from './key-change-contract.js';
 
 export interface ConfigContext {
   store(): ConfigStore;
@@ -254,4 +255,6 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
       expect(await cfg.getSession(b1.id_hash)).toEqual(b1);
     });
   });
+
+  describeKeyChangeFeedContract(ctx);
 }

@@ -6,6 +6,7 @@
 import type { Provider, Outcome, RequestLogRow } from '../../src/log/record.js';
 import type {
   Account,
+  KeyLimits,
   KeyView,
   Page,
   RequestSummary,
@@ -15,6 +16,7 @@ import type {
 
 export type {
   Account,
+  KeyLimits,
   KeyView,
   Provider,
   Outcome,
@@ -129,9 +131,13 @@ export const api = {
     call<void>('POST', '/password', { current_password, new_password }),
 
   listKeys: () => call<{ keys: KeyView[] }>('GET', '/keys'),
-  createKey: (name: string) => call<{ key: CreatedKey }>('POST', '/keys', { name }),
+  createKey: (name: string, limits: Partial<KeyLimits> = {}) =>
+    call<{ key: CreatedKey }>('POST', '/keys', { name, ...limits }),
   renameKey: (id: string, name: string) =>
     call<{ key: KeyView }>('PATCH', `/keys/${encodeURIComponent(id)}`, { name }),
+  /** Only the fields given change; null removes that limit. */
+  updateKeyLimits: (id: string, limits: Partial<KeyLimits>) =>
+    call<{ key: KeyView }>('PATCH', `/keys/${encodeURIComponent(id)}`, limits),
   rollKey: (id: string, grace_seconds: number) =>
     call<{ key: CreatedKey; old: KeyView }>('POST', `/keys/${encodeURIComponent(id)}/roll`, {
       grace_seconds,

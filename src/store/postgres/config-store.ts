@@ -8,6 +8,7 @@ import type {
   AccountWithSecret,
   BudgetPeriod,
   ConfigStore,
+  KeyChanges,
   KeyLimits,
   KeyRecord,
   SessionRecord,
@@ -67,7 +68,40 @@ const MIGRATIONS: readonly PgMigration[] = [
         ADD COLUMN budget_period text CHECK (budget_period IN ('day', 'month'));
     `,
   },
+  {
+    version: 3,
+    name: 'key change feed',
+    // Every instance polls this feed (src/keys/change-feed.ts) to drop changed keys from its cache without
+    // Redis. Triggers, not store methods, append to it, so no writer can change a key and skip the feed
+    // (an operator's SQL included); last_used_at is not in the column list, so touchKeys stays silent.
+    // A sequence hands out numbers in call order but transactions commit in any order: a poller could see
+    // seq 6 before seq 5 commits and skip 5 for good. The table lock (readers are not blocked) serializes
+    // the rare key changes, so every seq is committed before a higher one is handed out.
+    sql: `
+      CREATE TABLE key_changes (
+        seq bigserial PRIMARY KEY,
+        key_id text NOT NULL,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX key_changes_at ON key_changes(at);
+      CREATE FUNCTION keyrelay_record_key_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        LOCK TABLE key_changes IN EXCLUSIVE MODE;
+        DELETE FROM key_changes WHERE at < now() - interval '1 day';
+        INSERT INTO key_changes (key_id) VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END);
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER keys_changed AFTER UPDATE OF
+        name, expires_at, revoked_at, allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period
+        OR DELETE
+      ON keys FOR EACH ROW EXECUTE FUNCTION keyrelay_record_key_change();
+    `,
+  },
 ];
+
+/** Most rows one keyChangesSince answers; a caller further behind asks again from the returned seq. */
+const KEY_CHANGES_PAGE = 1_000;
 
 const KEY_COLUMNS =
   'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at, ' +
@@ -244,6 +278,21 @@ export class PgConfigStore implements ConfigStore {
        WHERE keys.id = v.id AND (keys.last_used_at IS NULL OR keys.last_used_at < v.at)`,
       [entries.map(([id]) => id), entries.map(([, at]) => toIso(at))],
     );
+  }
+
+  async keyChangeHead(): Promise<number> {
+    const [r] = await this.rows('SELECT COALESCE(MAX(seq), 0) AS seq FROM key_changes', []);
+    return Number(r!.seq);
+  }
+
+  async keyChangesSince(seq: number): Promise<KeyChanges> {
+    // bigint comes back as a string; seqs stay far below 2^53.
+    const rows = await this.rows('SELECT seq, key_id FROM key_changes WHERE seq > $1 ORDER BY seq LIMIT $2', [
+      seq,
+      KEY_CHANGES_PAGE,
+    ]);
+    const last = rows.at(-1);
+    return { seq: last ? Number(last.seq) : seq, keyIds: [...new Set(rows.map((r) => r.key_id as string))] };
   }
 
   async ensureSecret(name: string, candidate: string): Promise<string> {

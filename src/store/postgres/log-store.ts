@@ -145,7 +145,12 @@ export class PgLogStore implements LogStore {
     }
     // One poison row must not sink the batch: redo it row by row in one transaction, a savepoint per row.
     const client = await this.pool.connect();
+    // A connection lost while checked out emits 'error' on the client, which would end the process
+    // unhandled; the failing query below reports it to the caller instead.
+    const ignore = () => {};
+    client.on('error', ignore);
     let inserted = 0;
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
       for (const row of encoded) {
@@ -162,9 +167,12 @@ export class PgLogStore implements LogStore {
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
+      broken = err instanceof Error ? err : new Error(String(err));
       throw err;
     } finally {
-      client.release();
+      client.off('error', ignore);
+      // A client that failed mid-transaction is discarded rather than handed to the next caller.
+      client.release(broken);
     }
     return { inserted, rejected };
   }

@@ -11,6 +11,7 @@ import type {
   Account,
   AccountWithSecret,
   ConfigStore,
+  KeyChanges,
   KeyLimits,
   KeyRecord,
   SessionRecord,
@@ -76,7 +77,35 @@ const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE keys ADD COLUMN budget_period TEXT CHECK (budget_period IS NULL OR budget_period IN ('day', 'month'));
     `,
   },
+  {
+    version: 3,
+    name: 'key change feed',
+    // Every instance polls this feed (src/keys/change-feed.ts) to drop changed keys from its cache without
+    // Redis. Triggers, not store methods, append to it, so no writer can change a key and skip the feed
+    // (an operator's SQL included); last_used_at is not in the column list, so touchKeys stays silent.
+    // AUTOINCREMENT: a pruned seq is never reused. Writes are serialized, so seq order is commit order.
+    sql: `
+      CREATE TABLE key_changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        key_id TEXT NOT NULL,
+        at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+      );
+      CREATE INDEX key_changes_at ON key_changes(at);
+      CREATE TRIGGER keys_changed AFTER UPDATE OF
+        name, expires_at, revoked_at, allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period
+      ON keys FOR EACH ROW BEGIN
+        DELETE FROM key_changes WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 day');
+        INSERT INTO key_changes (key_id) VALUES (NEW.id);
+      END;
+      CREATE TRIGGER keys_deleted AFTER DELETE ON keys FOR EACH ROW BEGIN
+        INSERT INTO key_changes (key_id) VALUES (OLD.id);
+      END;
+    `,
+  },
 ];
+
+/** Most rows one keyChangesSince answers; a caller further behind asks again from the returned seq. */
+const KEY_CHANGES_PAGE = 1_000;
 
 const KEY_COLUMNS =
   'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at, ' +
@@ -243,6 +272,17 @@ export class SqliteConfigStore implements ConfigStore {
     this.db.transaction(() => {
       for (const [id, at] of lastUsed) stmt.run({ id, at: toIso(at) });
     })();
+  }
+
+  async keyChangeHead(): Promise<number> {
+    return this.stmt<[], { seq: number }>('SELECT COALESCE(MAX(seq), 0) AS seq FROM key_changes').get()!.seq;
+  }
+
+  async keyChangesSince(seq: number): Promise<KeyChanges> {
+    const rows = this.stmt<[number, number], { seq: number; key_id: string }>(
+      'SELECT seq, key_id FROM key_changes WHERE seq > ? ORDER BY seq LIMIT ?',
+    ).all(seq, KEY_CHANGES_PAGE);
+    return { seq: rows.at(-1)?.seq ?? seq, keyIds: [...new Set(rows.map((r) => r.key_id))] };
   }
 
   async ensureSecret(name: string, candidate: string): Promise<string> {

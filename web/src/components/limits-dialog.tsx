@@ -1,0 +1,90 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { ApiError, api, type KeyView } from '../api.js';
+import {
+  diffLimits,
+  draftFromLimits,
+  fieldOfMessage,
+  NO_LIMITS,
+  parseDraft,
+  type FieldErrors,
+  type LimitsDraft,
+} from '../lib/limits.js';
+import { Dialog } from './dialog.js';
+import { LimitsFields } from './limits-fields.js';
+
+/** A server refusal of the limits, placed next to the field its message names. */
+export function errorsFromApi(err: unknown): FieldErrors {
+  const message = (err as Error).message;
+  if (err instanceof ApiError && (err.code === 'invalid_limits' || err.code === 'invalid_request'))
+    return { [fieldOfMessage(message)]: message };
+  return { general: message };
+}
+
+export function LimitsDialog({
+  keyView,
+  onClose,
+  onSaved,
+}: {
+  keyView: KeyView | null;
+  onClose: () => void;
+  onSaved: () => void;
+}) {
+  const [draft, setDraft] = useState<LimitsDraft>(() => draftFromLimits(NO_LIMITS));
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    if (keyView) setDraft(draftFromLimits(keyView));
+    setErrors({});
+  }, [keyView]);
+
+  async function submit(e: FormEvent): Promise<void> {
+    e.preventDefault();
+    if (!keyView) return;
+    const parsed = parseDraft(draft);
+    if (!parsed.ok) {
+      setErrors(parsed.errors);
+      return;
+    }
+    const patch = diffLimits(keyView, parsed.limits);
+    if (Object.keys(patch).length === 0) {
+      onClose();
+      return;
+    }
+    setBusy(true);
+    setErrors({});
+    try {
+      await api.updateKeyLimits(keyView.id, patch);
+      onSaved();
+      onClose();
+    } catch (err) {
+      setErrors(errorsFromApi(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog open={keyView !== null} title={`Limits for “${keyView?.name ?? ''}”`} onClose={onClose}>
+      <form onSubmit={(e) => void submit(e)} className="form" noValidate>
+        <p className="muted">
+          Requests over a limit are refused by keyrelay with the provider&rsquo;s error shape; nothing is sent
+          upstream. Changes take effect immediately, from the key&rsquo;s next request.
+        </p>
+        <LimitsFields idPrefix="limits" draft={draft} errors={errors} disabled={busy} onChange={setDraft} />
+        {errors.general && (
+          <div className="form-error" role="alert">
+            {errors.general}
+          </div>
+        )}
+        <div className="dialog-actions">
+          <button type="button" className="btn btn-ghost" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="btn btn-primary" disabled={busy}>
+            {busy ? 'Saving…' : 'Save limits'}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,217 @@
+import { useState, type KeyboardEvent } from 'react';
+import { PROVIDER_LABELS } from '../lib/format.js';
+import {
+  checkModelPattern,
+  PROVIDERS,
+  type BudgetPeriod,
+  type FieldErrors,
+  type LimitsDraft,
+} from '../lib/limits.js';
+
+function FieldError({ id, message }: { id: string; message: string | undefined }) {
+  if (!message) return null;
+  return (
+    <span id={id} className="form-error small" role="alert">
+      {message}
+    </span>
+  );
+}
+
+/**
+ * Chips for the model list: type and press Enter (or comma) to add, × or Backspace to remove. Text left in
+ * the box when the form is saved is added then (parseDraft), not on blur, so clicking a × never races it.
+ */
+function ModelChips({
+  id,
+  models,
+  input,
+  error,
+  onChange,
+}: {
+  id: string;
+  models: string[];
+  input: string;
+  error: string | undefined;
+  onChange: (models: string[], input: string) => void;
+}) {
+  const [localError, setLocalError] = useState<string | null>(null);
+  const shown = localError ?? error;
+
+  function add(): void {
+    const p = input.trim();
+    if (!p) return;
+    const err = checkModelPattern(p, models);
+    setLocalError(err);
+    if (!err) onChange([...models, p], '');
+  }
+
+  function onKeyDown(e: KeyboardEvent<HTMLInputElement>): void {
+    if (e.key === 'Enter' || e.key === ',') {
+      // Enter adds a chip; it must not submit the surrounding form.
+      e.preventDefault();
+      add();
+    } else if (e.key === 'Backspace' && input === '' && models.length > 0) {
+      onChange(models.slice(0, -1), '');
+    }
+  }
+
+  return (
+    <>
+      <div className={`chips ${shown ? 'chips-invalid' : ''}`}>
+        {models.map((m) => (
+          <span key={m} className="chip">
+            <code>{m}</code>
+            <button
+              type="button"
+              className="chip-remove"
+              aria-label={`Remove ${m}`}
+              onClick={() => onChange(
+                models.filter((x) => x !== m),
+                input,
+              )}
+            >
+              ×
+            </button>
+          </span>
+        ))}
+        <input
+          id={id}
+          value={input}
+          placeholder={models.length ? 'Add another…' : 'Any model: type a name, press Enter'}
+          aria-describedby={`${id}-hint${shown ? ` ${id}-error` : ''}`}
+          aria-invalid={shown ? true : undefined}
+          autoComplete="off"
+          spellCheck={false}
+          onChange={(e) => {
+            setLocalError(null);
+            onChange(models, e.target.value);
+          }}
+          onKeyDown={onKeyDown}
+        />
+      </div>
+      <span id={`${id}-hint`} className="hint">
+        Exact names, or a prefix ending in <code>*</code>: <code>gpt-4o*</code> matches gpt-4o-mini and
+        gpt-4o-2024-08-06. <code>*</code> only at the end. Empty: any model.
+      </span>
+      <FieldError id={`${id}-error`} message={shown ?? undefined} />
+    </>
+  );
+}
+
+/** The four limit controls, shared by the create-key dialog and the Limits dialog. */
+export function LimitsFields({
+  idPrefix,
+  draft,
+  errors,
+  disabled,
+  onChange,
+}: {
+  idPrefix: string;
+  draft: LimitsDraft;
+  errors: FieldErrors;
+  disabled?: boolean;
+  onChange: (d: LimitsDraft) => void;
+}) {
+  const set = (patch: Partial<LimitsDraft>): void => onChange({ ...draft, ...patch });
+  const id = (s: string): string => `${idPrefix}-${s}`;
+  const budgetSet = draft.budget.trim() !== '';
+  return (
+    <fieldset className="limits-fields" disabled={disabled}>
+      <fieldset className="field" aria-describedby={id('providers-hint')}>
+        <legend>Providers</legend>
+        <div className="checks">
+          {PROVIDERS.map((p) => (
+            <label key={p} className="check">
+              <input
+                type="checkbox"
+                checked={draft.providers.includes(p)}
+                onChange={(e) =>
+                  set({
+                    providers: e.target.checked
+                      ? [...draft.providers, p]
+                      : draft.providers.filter((x) => x !== p),
+                  })
+                }
+              />
+              {PROVIDER_LABELS[p]}
+            </label>
+          ))}
+        </div>
+        <span id={id('providers-hint')} className="hint">
+          None ticked: any provider.
+        </span>
+        <FieldError id={id('providers-error')} message={errors.providers} />
+      </fieldset>
+
+      <div className="field">
+        <label htmlFor={id('models')}>Models</label>
+        <ModelChips
+          id={id('models')}
+          models={draft.models}
+          input={draft.modelInput}
+          error={errors.models}
+          onChange={(models, modelInput) => set({ models, modelInput })}
+        />
+      </div>
+
+      <div className="field">
+        <label htmlFor={id('rpm')}>Requests per minute</label>
+        <input
+          id={id('rpm')}
+          className="input-short"
+          type="number"
+          inputMode="numeric"
+          min={1}
+          step={1}
+          value={draft.rpm}
+          placeholder="No limit"
+          aria-describedby={id('rpm-hint')}
+          aria-invalid={errors.rpm ? true : undefined}
+          onChange={(e) => set({ rpm: e.target.value })}
+        />
+        <span id={id('rpm-hint')} className="hint">
+          Sliding one-minute window. Empty: no limit.
+        </span>
+        <FieldError id={id('rpm-error')} message={errors.rpm} />
+      </div>
+
+      <div className="field">
+        <label htmlFor={id('budget')}>Budget (USD)</label>
+        <div className="budget-row">
+          <span className="input-prefix">
+            <span aria-hidden="true">$</span>
+            <input
+              id={id('budget')}
+              type="number"
+              inputMode="decimal"
+              min={0.01}
+              step={0.01}
+              value={draft.budget}
+              placeholder="No budget"
+              aria-describedby={id('budget-hint')}
+              aria-invalid={errors.budget ? true : undefined}
+              onChange={(e) => set({ budget: e.target.value })}
+            />
+          </span>
+          <label className="sr-only" htmlFor={id('period')}>
+            Budget period
+          </label>
+          <select
+            id={id('period')}
+            value={draft.period}
+            disabled={!budgetSet}
+            onChange={(e) => set({ period: e.target.value as BudgetPeriod })}
+          >
+            <option value="day">per day</option>
+            <option value="month">per month</option>
+          </select>
+        </div>
+        <span id={id('budget-hint')} className="hint">
+          Resets {draft.period === 'day' ? 'at 00:00 UTC' : 'on the 1st (UTC)'}. Approximate: a request in
+          progress can overshoot it. Requests with an unknown price do not count.
+        </span>
+        <FieldError id={id('budget-error')} message={errors.budget} />
+      </div>
+    </fieldset>
+  );
+}

@@ -1,0 +1,180 @@
+/**
+ * Key limits in the console: the editable draft behind the limits form, the PATCH it turns into, the
+ * compact one-line summary for the key list, and labels for keyrelay's refusal codes. Ranges mirror the
+ * server's (src/limits/settings.ts) so most mistakes are caught before a round trip; the server stays the
+ * judge and its message is shown next to the field it names.
+ */
+import type { KeyLimits, Provider } from '../api.js';
+import { PROVIDER_LABELS } from './format.js';
+
+export type BudgetPeriod = 'day' | 'month';
+export type LimitField = 'providers' | 'models' | 'rpm' | 'budget';
+export type FieldErrors = Partial<Record<LimitField | 'general', string>>;
+
+export const PROVIDERS: readonly Provider[] = ['openai', 'anthropic'];
+export const MAX_MODELS = 50;
+export const MAX_RPM = 1_000_000;
+export const MIN_BUDGET = 0.01;
+export const MAX_BUDGET = 1_000_000;
+
+export const NO_LIMITS: KeyLimits = {
+  allowed_providers: null,
+  allowed_models: null,
+  rate_limit_rpm: null,
+  budget_usd: null,
+  budget_period: null,
+};
+
+/** What the form edits: text as typed, so a half-typed number is not lost or coerced. */
+export interface LimitsDraft {
+  providers: Provider[]; // none ticked = any
+  models: string[]; // empty = any
+  modelInput: string; // typed but not yet added with Enter
+  rpm: string;
+  budget: string;
+  period: BudgetPeriod;
+}
+
+export function draftFromLimits(l: KeyLimits): LimitsDraft {
+  return {
+    providers: l.allowed_providers ? [...l.allowed_providers] : [],
+    models: l.allowed_models ? [...l.allowed_models] : [],
+    modelInput: '',
+    rpm: l.rate_limit_rpm === null ? '' : String(l.rate_limit_rpm),
+    budget: l.budget_usd === null ? '' : String(l.budget_usd),
+    period: l.budget_period ?? 'month',
+  };
+}
+
+export function hasLimits(l: KeyLimits): boolean {
+  return (
+    l.allowed_providers !== null ||
+    l.allowed_models !== null ||
+    l.rate_limit_rpm !== null ||
+    l.budget_usd !== null
+  );
+}
+
+/** Why a model pattern is refused, or null when it is fine (same rule as the server). */
+export function checkModelPattern(p: string, existing: readonly string[]): string | null {
+  if (!p) return null;
+  if (/[\s\x00-\x1f]/.test(p)) return 'Model names have no spaces.';
+  if (p.length > 200) return 'At most 200 characters.';
+  const star = p.indexOf('*');
+  if (star !== -1 && star !== p.length - 1) return '“*” is allowed only at the end, e.g. gpt-4o*.';
+  if (existing.includes(p)) return `${p} is already in the list.`;
+  if (existing.length >= MAX_MODELS) return `At most ${MAX_MODELS} models.`;
+  return null;
+}
+
+type Parsed = { ok: true; limits: KeyLimits } | { ok: false; errors: FieldErrors };
+
+/** The limits the draft describes, or per-field errors. A model still in the input box counts as added. */
+export function parseDraft(d: LimitsDraft): Parsed {
+  const errors: FieldErrors = {};
+  const pending = d.modelInput.trim();
+  const models = [...d.models];
+  if (pending) {
+    const err = checkModelPattern(pending, models);
+    if (err && !models.includes(pending)) errors.models = err;
+    else if (!models.includes(pending)) models.push(pending);
+  }
+  let rpm: number | null = null;
+  if (d.rpm.trim()) {
+    rpm = Number(d.rpm);
+    if (!Number.isInteger(rpm) || rpm < 1 || rpm > MAX_RPM)
+      errors.rpm = `A whole number from 1 to ${MAX_RPM.toLocaleString('en-US')}, or empty for no limit.`;
+  }
+  let budget: number | null = null;
+  if (d.budget.trim()) {
+    budget = Number(d.budget);
+    if (!Number.isFinite(budget) || budget < MIN_BUDGET || budget > MAX_BUDGET)
+      errors.budget = `From $${MIN_BUDGET} to $${MAX_BUDGET.toLocaleString('en-US')}, or empty for no budget.`;
+  }
+  if (Object.keys(errors).length > 0) return { ok: false, errors };
+  return {
+    ok: true,
+    limits: {
+      allowed_providers: d.providers.length ? PROVIDERS.filter((p) => d.providers.includes(p)) : null,
+      allowed_models: models.length ? models : null,
+      rate_limit_rpm: rpm,
+      budget_usd: budget,
+      budget_period: budget === null ? null : d.period,
+    },
+  };
+}
+
+const sameList = (a: readonly string[] | null, b: readonly string[] | null): boolean =>
+  a === b || (a !== null && b !== null && a.length === b.length && a.every((x, i) => x === b[i]));
+
+/**
+ * Only the fields that differ from `before`, as PATCH /keys/:id takes them (null clears a limit). The period
+ * travels with the budget: the server refuses a period without a budget.
+ */
+export function diffLimits(before: KeyLimits, after: KeyLimits): Partial<KeyLimits> {
+  const patch: Partial<KeyLimits> = {};
+  const providersBefore = before.allowed_providers && PROVIDERS.filter((p) => before.allowed_providers!.includes(p));
+  if (!sameList(providersBefore, after.allowed_providers)) patch.allowed_providers = after.allowed_providers;
+  if (!sameList(before.allowed_models, after.allowed_models)) patch.allowed_models = after.allowed_models;
+  if (before.rate_limit_rpm !== after.rate_limit_rpm) patch.rate_limit_rpm = after.rate_limit_rpm;
+  if (after.budget_usd === null) {
+    if (before.budget_usd !== null) patch.budget_usd = null;
+  } else if (before.budget_usd !== after.budget_usd || before.budget_period !== after.budget_period) {
+    patch.budget_usd = after.budget_usd;
+    patch.budget_period = after.budget_period;
+  }
+  return patch;
+}
+
+/** The form field a server message is about: its messages start with the API field's name. */
+export function fieldOfMessage(message: string): LimitField | 'general' {
+  if (message.startsWith('allowed_providers')) return 'providers';
+  if (message.startsWith('allowed_models')) return 'models';
+  if (message.startsWith('rate_limit_rpm')) return 'rpm';
+  if (message.startsWith('budget_')) return 'budget';
+  return 'general';
+}
+
+export function formatBudget(usd: number): string {
+  return Number.isInteger(usd) ? `$${usd.toLocaleString('en-US')}` : `$${usd.toFixed(2)}`;
+}
+
+/** The key list's one-liner, e.g. ["OpenAI only", "gpt-4o*", "60 rpm", "$25/month"]; [] without limits. */
+export function summarizeLimits(l: KeyLimits): string[] {
+  const parts: string[] = [];
+  const providers = l.allowed_providers;
+  if (providers && providers.length === 1) parts.push(`${PROVIDER_LABELS[providers[0]!]} only`);
+  else if (providers) parts.push(providers.map((p) => PROVIDER_LABELS[p] ?? p).join(' + '));
+  const models = l.allowed_models;
+  if (models && models.length <= 2) parts.push(models.join(', '));
+  else if (models) parts.push(`${models.slice(0, 2).join(', ')} +${models.length - 2} more`);
+  if (l.rate_limit_rpm !== null) parts.push(`${l.rate_limit_rpm.toLocaleString('en-US')} rpm`);
+  if (l.budget_usd !== null) parts.push(`${formatBudget(l.budget_usd)}/${l.budget_period ?? 'month'}`);
+  return parts;
+}
+
+/** Short labels for keyrelay's own error codes (SPEC errors), for badges in the request log. */
+export const ERROR_CODE_LABELS: Record<string, string> = {
+  proxy_rate_limited: 'rate limited',
+  proxy_budget_exceeded: 'budget exceeded',
+  proxy_key_forbidden: 'forbidden',
+  proxy_key_revoked: 'revoked',
+  proxy_key_expired: 'expired',
+  proxy_key_invalid: 'invalid key',
+  proxy_key_missing: 'no key',
+  proxy_bad_request: 'bad request',
+  proxy_unknown_provider: 'unknown provider',
+  proxy_body_too_large: 'body too large',
+  proxy_upstream_unreachable: 'upstream unreachable',
+  proxy_upstream_timeout: 'upstream timeout',
+  proxy_unavailable: 'unavailable',
+};
+
+/** One sentence on why keyrelay refused, for the request detail page. */
+export const ERROR_CODE_EXPLANATIONS: Record<string, string> = {
+  proxy_rate_limited: 'The key reached its requests-per-minute limit.',
+  proxy_budget_exceeded: 'The key spent its budget for the current period.',
+  proxy_key_forbidden: 'The key may not use this provider or model.',
+  proxy_key_revoked: 'The key was revoked.',
+  proxy_key_expired: 'The key had expired.',
+};
