@@ -1,7 +1,17 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, type CreatedKey, type KeyView } from '../api.js';
+import {
+  diffLimits,
+  draftFromLimits,
+  NO_LIMITS,
+  parseDraft,
+  type FieldErrors,
+  type LimitsDraft,
+} from '../lib/limits.js';
 import { Dialog } from './dialog.js';
 import { KeyReveal } from './key-reveal.js';
+import { errorsFromApi } from './limits-dialog.js';
+import { LimitsFields } from './limits-fields.js';
 
 const GRACE_OPTIONS = [
   { seconds: 0, label: 'Immediately' },
@@ -31,26 +41,43 @@ export function CreateKeyDialog({
 }) {
   const [name, setName] = useState('');
   const [created, setCreated] = useState<CreatedKey | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [errors, setErrors] = useState<FieldErrors>({});
   const [busy, setBusy] = useState(false);
+  const [draft, setDraft] = useState<LimitsDraft>(() => draftFromLimits(NO_LIMITS));
+  const [limitsOpen, setLimitsOpen] = useState(false);
   useEffect(() => {
     if (open) {
       setName('');
       setCreated(null);
-      setError(null);
+      setErrors({});
+      setDraft(draftFromLimits(NO_LIMITS));
+      setLimitsOpen(false);
     }
   }, [open]);
 
   async function submit(e: FormEvent): Promise<void> {
     e.preventDefault();
+    // The form skips native validation (so limit errors read like the server's); the name is checked here.
+    if (!name.trim()) {
+      setErrors({ general: 'Give the key a name.' });
+      return;
+    }
+    const parsed = parseDraft(draft);
+    if (!parsed.ok) {
+      setErrors(parsed.errors);
+      setLimitsOpen(true);
+      return;
+    }
     setBusy(true);
-    setError(null);
+    setErrors({});
     try {
-      const r = await api.createKey(name.trim() || 'untitled');
+      const r = await api.createKey(name.trim(), diffLimits(NO_LIMITS, parsed.limits));
       setCreated(r.key);
       onCreated();
     } catch (err) {
-      setError((err as Error).message);
+      const next = errorsFromApi(err);
+      if (!next.general) setLimitsOpen(true);
+      setErrors(next);
     } finally {
       setBusy(false);
     }
@@ -69,7 +96,7 @@ export function CreateKeyDialog({
       {created ? (
         <KeyReveal value={created.key} label={`New key ${created.name}`} />
       ) : (
-        <form onSubmit={(e) => void submit(e)} className="form">
+        <form onSubmit={(e) => void submit(e)} className="form" noValidate>
           <div className="field">
             <label htmlFor="new-key-name">Name</label>
             <input
@@ -83,9 +110,18 @@ export function CreateKeyDialog({
             />
             <span className="hint">Only you see it; pick something that says where the key is used.</span>
           </div>
-          {error && (
+          <details
+            className="disclosure"
+            open={limitsOpen}
+            onToggle={(e) => setLimitsOpen(e.currentTarget.open)}
+          >
+            <summary>Limits (optional)</summary>
+            <LimitsFields idPrefix="new-key-limits" draft={draft} errors={errors} onChange={setDraft} />
+            <p className="hint">You can change these any time from the key&rsquo;s Limits action.</p>
+          </details>
+          {errors.general && (
             <div className="form-error" role="alert">
-              {error}
+              {errors.general}
             </div>
           )}
           <div className="dialog-actions">
