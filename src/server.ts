@@ -12,6 +12,7 @@ import { buildApp } from './app.js';
 import { MemoryLoginThrottle, type LoginThrottle } from './accounts/throttle.js';
 import { RedisLoginThrottle } from './accounts/redis-throttle.js';
 import { FallbackLoginThrottle } from './accounts/fallback-throttle.js';
+import { startKeyChangeFeed } from './keys/change-feed.js';
 import { LocalKeyEventBus, type KeyEventBus } from './keys/events.js';
 import { LastUsedTracker } from './keys/last-used.js';
 import { createRedisKeyEventBus } from './keys/redis-bus.js';
@@ -79,6 +80,9 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   const keys = new KeyVerifier(configStore, config.keyCacheTtlMs, bus, Date.now, (ok) =>
     metrics.storeUp.set({ store: 'config' }, ok ? 1 : 0),
   );
+  // Always on, Redis or not: it carries the CLI's and other instances' key changes when there is no Redis,
+  // and bounds a lost pub/sub message to one poll instead of the cache TTL when there is.
+  const changeFeed = await startKeyChangeFeed({ store: configStore, evict: (e) => keys.onEvent(e), log });
   const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) =>
     warn(err, 'last_used_at write failed'),
   );
@@ -158,6 +162,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       queue.close();
       await app.close();
       await dispatcher.close();
+      await changeFeed.stop();
       await bus.close();
       await throttle.close();
       await logStore.close();

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { calcPrice } from '@pydantic/genai-prices';
 import OpenAI from 'openai';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatCost, formatNumber } from '../web/src/lib/format.js';
 import {
@@ -141,6 +141,11 @@ const EXPECTED = {
     cacheWrite: DEFAULT_ANTHROPIC_USAGE.cache_creation_input_tokens ?? 0,
   },
 };
+
+/** The parts of a key row's limits summary, e.g. ['OpenAI only', '60 rpm']. */
+async function limitParts(row: Locator): Promise<string[]> {
+  return row.locator('.limit-part').allTextContents();
+}
 
 const chromium = findChromium();
 // CI always has Chromium (.ci/run installs it): there a missing browser is a failure, never a skip.
@@ -391,13 +396,19 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
 
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.getByLabel('Name', { exact: true }).fill('laptop');
-    await page.keyboard.press('Enter');
+    await create.getByText('Limits (optional)').click();
+    await create.getByLabel('Budget (USD)').fill('5');
+    await create.getByLabel('Budget period').selectOption('day');
+    await create.getByText('Resets at 00:00 UTC').waitFor();
+    await screenshotBothWidths(page, 'keys-create-dialog-limits');
+    await page.getByLabel('Name', { exact: true }).press('Enter');
     const created =
       (await page.getByRole('dialog', { name: 'Key created' }).getByTestId('full-key').textContent()) ?? '';
     expect(created).toMatch(/^kr_[0-9A-Za-z]{49}$/);
     expect(created).not.toBe(key);
     await page.getByRole('button', { name: 'Done' }).click();
     await page.getByRole('button', { name: 'Rename laptop' }).waitFor();
+    expect(await limitParts(page.locator('tr', { hasText: 'laptop' }))).toEqual(['$5/day']);
 
     await page.getByRole('button', { name: 'Rename laptop' }).click();
     await page.getByLabel('New name for laptop').fill('laptop-2');
@@ -415,6 +426,127 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
     await page.getByRole('dialog').waitFor({ state: 'hidden' });
     expect(await page.content()).not.toContain(rolled);
     await page.locator('tr', { hasText: 'laptop-2' }).getByText('Expired').waitFor();
+    // A roll hands the old key's limits to the new one.
+    const rolledRow = page.locator('tr', { hasText: 'laptop-2' }).filter({ hasText: 'Active' });
+    expect(await limitParts(rolledRow)).toEqual(['$5/day']);
+
+    // Emptying a field in the Limits dialog removes that limit (PATCH with null), and nothing else.
+    await rolledRow.getByRole('button', { name: 'Limits for laptop-2' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Limits for “laptop-2”' });
+    expect(await dialog.getByLabel('Budget (USD)').inputValue()).toBe('5');
+    await dialog.getByLabel('Budget (USD)').fill('');
+    const patch = page.waitForRequest((r) => r.method() === 'PATCH');
+    await dialog.getByRole('button', { name: 'Save limits' }).click();
+    expect((await patch).postDataJSON()).toEqual({ budget_usd: null });
+    await dialog.waitFor({ state: 'hidden' });
+    await rolledRow.getByText('No limits').waitFor();
+  });
+
+  it('sets limits on a key in its Limits dialog, and the SDKs are refused with their own errors', async () => {
+    await page.goto(`${base}/keys`);
+    await page.getByRole('button', { name: 'Limits for default' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Limits for “default”' });
+    await dialog.getByText('Changes take effect immediately').waitFor();
+    await dialog.getByLabel('OpenAI').check();
+    const models = dialog.getByLabel('Models', { exact: true });
+    await models.fill('gpt-*-mini');
+    await models.press('Enter');
+    await dialog.getByRole('alert').getByText('only at the end').waitFor();
+    await models.fill('gpt-4o*');
+    await models.press('Enter');
+    await dialog.getByRole('button', { name: 'Remove gpt-4o*' }).waitFor();
+    await models.fill('o1');
+    await models.press('Enter');
+    await dialog.getByRole('button', { name: 'Remove o1' }).click();
+    await dialog.getByLabel('Requests per minute').fill('60');
+    await dialog.getByLabel('Budget (USD)').fill('25');
+    await dialog.getByText('Resets on the 1st (UTC)').waitFor();
+    await screenshotBothWidths(page, 'keys-limits-dialog');
+
+    const patch = page.waitForRequest((r) => r.method() === 'PATCH');
+    await dialog.getByRole('button', { name: 'Save limits' }).click();
+    expect((await patch).postDataJSON()).toEqual({
+      allowed_providers: ['openai'],
+      allowed_models: ['gpt-4o*'],
+      rate_limit_rpm: 60,
+      budget_usd: 25,
+      budget_period: 'month',
+    });
+    await dialog.waitFor({ state: 'hidden' });
+    const row = page.locator('tr', { hasText: 'default' });
+    await row.locator('.limit-part').first().waitFor();
+    expect(await limitParts(row)).toEqual(['OpenAI only', 'gpt-4o*', '60 rpm', '$25/month']);
+    await screenshotBothWidths(page, 'keys-limits');
+
+    const { openai, anthropic } = sdk();
+    const aErr = await anthropic.messages
+      .create({ model: ANTHROPIC_MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(aErr).toBeInstanceOf(Anthropic.PermissionDeniedError);
+    expect(String(aErr)).toContain('proxy_key_forbidden');
+    const ask = (model: string) =>
+      openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(await ask(OPENAI_MODEL)).toBeNull();
+    expect(await ask('gpt-3.5-turbo')).toBeInstanceOf(OpenAI.PermissionDeniedError);
+
+    // The dialog opens with the saved limits, and sends only what changed.
+    await row.getByRole('button', { name: 'Limits for default' }).click();
+    expect(await dialog.getByLabel('OpenAI').isChecked()).toBe(true);
+    expect(await dialog.getByLabel('Anthropic').isChecked()).toBe(false);
+    expect(await dialog.getByLabel('Requests per minute').inputValue()).toBe('60');
+    await dialog.getByLabel('Requests per minute').fill('1');
+    const rpmPatch = page.waitForRequest((r) => r.method() === 'PATCH');
+    await dialog.getByRole('button', { name: 'Save limits' }).click();
+    expect((await rpmPatch).postDataJSON()).toEqual({ rate_limit_rpm: 1 });
+    await row.getByText('1 rpm').waitFor();
+
+    // Whether or not the first call still fits this minute's window, the second cannot.
+    await ask(OPENAI_MODEL);
+    const rErr = await ask(OPENAI_MODEL);
+    expect(rErr).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((rErr as InstanceType<typeof OpenAI.RateLimitError>).message).toContain('Rate limit');
+  });
+
+  it('finds the refused requests in the log, each with the reason keyrelay gave', async () => {
+    await page.goto(`${base}/requests`);
+    await page.getByLabel('Status').selectOption({ label: 'Refused' });
+    await waitFor('the outcome filter in the URL', () =>
+      Promise.resolve(page.url().includes('outcome=refused')),
+    );
+    const badges = page.locator('table.requests-table tbody .error-code-badge');
+    const want = ['forbidden', 'rate limited'];
+    await waitFor('forbidden and rate-limited rows', async () => {
+      const texts = await badges.allTextContents();
+      if (want.every((w) => texts.includes(w))) return true;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(300);
+      return false;
+    });
+    const codes = await badges.evaluateAll((els) => els.map((e) => e.getAttribute('data-error-code')));
+    expect(new Set(codes)).toEqual(new Set(['proxy_key_forbidden', 'proxy_rate_limited']));
+    // Only refusals are listed: every row carries a reason.
+    expect(await badges.count()).toBe(await page.locator('table.requests-table tbody tr.clickable').count());
+    await screenshotBothWidths(page, 'requests-refused');
+
+    await page
+      .locator('table.requests-table tbody tr.clickable', {
+        has: page.locator('[data-error-code=proxy_rate_limited]'),
+      })
+      .first()
+      .locator('a.row-link')
+      .click();
+    await page.getByText('Refused by keyrelay; nothing was sent upstream.').waitFor();
+    await page.getByText('The key reached its requests-per-minute limit.').waitFor();
+    expect(await page.locator('.detail-meta [data-error-code=proxy_rate_limited]').textContent()).toBe(
+      'rate limited',
+    );
+    await screenshotBothWidths(page, 'request-detail-refused');
   });
 
   it('revokes the key after confirmation, and the SDKs are refused with keyrelay’s message', async () => {

@@ -80,6 +80,29 @@ export function describeKeyChangeFeedContract(ctx: ConfigContext): void {
       expect(page.seq).toBe(await cfg.keyChangeHead());
     });
 
+    it('misses no change made by concurrent writers while a reader follows the feed', async () => {
+      const other = await ctx.openAnother();
+      const keys: KeyRecord[] = [];
+      for (let i = 0; i < 200; i++) keys.push(await newKey());
+      let seq = await cfg.keyChangeHead();
+      const seen = new Set<string>();
+      let writing = true;
+      const reader = (async () => {
+        while (writing) {
+          const page = await other.keyChangesSince(seq);
+          for (const id of page.keyIds) seen.add(id);
+          seq = page.seq;
+        }
+      })();
+      await Promise.all(keys.map((k, i) => (i % 2 ? cfg : other).renameKey(k.id, `concurrent ${i}`))).finally(
+        () => (writing = false),
+      );
+      await reader;
+      const rest = await readAll(other, seq);
+      for (const id of rest.keyIds) seen.add(id);
+      expect(seen.size).toBe(keys.length);
+    });
+
     it('pages a long backlog: asking again from the returned seq reaches every change', async () => {
       const keys = [await newKey(), await newKey(), await newKey()];
       const head = await cfg.keyChangeHead();

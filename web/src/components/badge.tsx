@@ -1,6 +1,7 @@
 import type { ReactNode } from 'react';
 import type { KeyView } from '../api.js';
 import { OUTCOME_LABELS } from '../lib/format.js';
+import { ERROR_CODE_LABELS } from '../lib/limits.js';
 
 type Tone = 'green' | 'red' | 'amber' | 'gray' | 'blue';
 
@@ -27,6 +28,17 @@ export function StatusBadge({ status, outcome }: { status: number; outcome: stri
   return (
     <span title={title}>
       <Badge tone={tone}>{text}</Badge>
+    </span>
+  );
+}
+
+/** keyrelay's own error code (e.g. proxy_rate_limited) as a short label; the code itself is the tooltip. */
+export function ErrorCodeBadge({ code }: { code: string | null }) {
+  if (!code) return null;
+  const tone: Tone = code === 'proxy_rate_limited' || code === 'proxy_budget_exceeded' ? 'amber' : 'red';
+  return (
+    <span className="error-code-badge" title={code} data-error-code={code}>
+      <Badge tone={tone}>{ERROR_CODE_LABELS[code] ?? code.replace(/^proxy_/, '').replace(/_/g, ' ')}</Badge>
     </span>
   );
 }

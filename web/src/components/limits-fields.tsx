@@ -65,10 +65,12 @@ function ModelChips({
               type="button"
               className="chip-remove"
               aria-label={`Remove ${m}`}
-              onClick={() => onChange(
-                models.filter((x) => x !== m),
-                input,
-              )}
+              onClick={() =>
+                onChange(
+                  models.filter((x) => x !== m),
+                  input,
+                )
+              }
             >
               ×
             </button>

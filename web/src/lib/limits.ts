@@ -113,7 +113,8 @@ const sameList = (a: readonly string[] | null, b: readonly string[] | null): boo
  */
 export function diffLimits(before: KeyLimits, after: KeyLimits): Partial<KeyLimits> {
   const patch: Partial<KeyLimits> = {};
-  const providersBefore = before.allowed_providers && PROVIDERS.filter((p) => before.allowed_providers!.includes(p));
+  const providersBefore =
+    before.allowed_providers && PROVIDERS.filter((p) => before.allowed_providers!.includes(p));
   if (!sameList(providersBefore, after.allowed_providers)) patch.allowed_providers = after.allowed_providers;
   if (!sameList(before.allowed_models, after.allowed_models)) patch.allowed_models = after.allowed_models;
   if (before.rate_limit_rpm !== after.rate_limit_rpm) patch.rate_limit_rpm = after.rate_limit_rpm;

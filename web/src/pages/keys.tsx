@@ -2,13 +2,36 @@ import { useEffect, useState } from 'react';
 import { api, type KeyView } from '../api.js';
 import { KeyStatusBadge } from '../components/badge.js';
 import { CreateKeyDialog, RevokeKeyDialog, RollKeyDialog } from '../components/key-dialogs.js';
+import { LimitsDialog } from '../components/limits-dialog.js';
 import { PageHeader } from '../components/page-header.js';
 import { EmptyState, ErrorState, SkeletonRows } from '../components/states.js';
 import { formatDate, formatDateTime, formatRelative } from '../lib/format.js';
+import { summarizeLimits } from '../lib/limits.js';
 import { useAsync } from '../lib/use-async.js';
 import { navigate, useLocation } from '../router.js';
 
-type Dialog = { kind: 'create' } | { kind: 'roll'; key: KeyView } | { kind: 'revoke'; key: KeyView } | null;
+type Dialog =
+  | { kind: 'create' }
+  | { kind: 'roll'; key: KeyView }
+  | { kind: 'revoke'; key: KeyView }
+  | { kind: 'limits'; key: KeyView }
+  | null;
+
+function LimitsSummary({ k }: { k: KeyView }) {
+  const parts = summarizeLimits(k);
+  if (parts.length === 0) return <span className="muted small limits-summary">No limits</span>;
+  // The summary names two models at most; the rest are a hover away.
+  const models = k.allowed_models && k.allowed_models.length > 2 ? k.allowed_models.join(', ') : undefined;
+  return (
+    <span className="limits-summary" title={models && `Models: ${models}`}>
+      {parts.map((p, i) => (
+        <span key={i} className="limit-part">
+          {p}
+        </span>
+      ))}
+    </span>
+  );
+}
 
 function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
   const [editing, setEditing] = useState(false);
@@ -144,6 +167,7 @@ export function KeysPage() {
                 <th scope="col">Key</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
+                <th scope="col">Limits</th>
                 <th scope="col">Status</th>
                 <th scope="col">
                   <span className="sr-only">Actions</span>
@@ -152,7 +176,7 @@ export function KeysPage() {
             </thead>
             <tbody>
               {!keys.data ? (
-                <SkeletonRows cols={6} rows={3} />
+                <SkeletonRows cols={7} rows={3} />
               ) : (
                 list.map((k) => (
                   <tr key={k.id} data-key-id={k.id}>
@@ -176,6 +200,9 @@ export function KeysPage() {
                     >
                       {formatRelative(k.last_used_at)}
                     </td>
+                    <td data-label="Limits" className="limits-cell">
+                      <LimitsSummary k={k} />
+                    </td>
                     <td data-label="Status">
                       <span className="status-cell">
                         <KeyStatusBadge status={k.status} />
@@ -189,6 +216,14 @@ export function KeysPage() {
                     <td className="actions-cell">
                       {k.status === 'active' && (
                         <div className="row-actions">
+                          <button
+                            type="button"
+                            className="btn btn-secondary btn-xs"
+                            aria-label={`Limits for ${k.name}`}
+                            onClick={() => setDialog({ kind: 'limits', key: k })}
+                          >
+                            Limits
+                          </button>
                           <button
                             type="button"
                             className="btn btn-secondary btn-xs"
@@ -224,6 +259,11 @@ export function KeysPage() {
         keyView={dialog?.kind === 'roll' ? dialog.key : null}
         onClose={() => setDialog(null)}
         onRolled={keys.reload}
+      />
+      <LimitsDialog
+        keyView={dialog?.kind === 'limits' ? dialog.key : null}
+        onClose={() => setDialog(null)}
+        onSaved={keys.reload}
       />
       <RevokeKeyDialog
         keyView={dialog?.kind === 'revoke' ? dialog.key : null}

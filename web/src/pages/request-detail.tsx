@@ -1,6 +1,6 @@
 import type { ReactNode } from 'react';
 import { ApiError, api, type RequestLogRow } from '../api.js';
-import { Badge, StatusBadge } from '../components/badge.js';
+import { Badge, ErrorCodeBadge, StatusBadge } from '../components/badge.js';
 import { BodyView } from '../components/body-view.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import {
@@ -12,6 +12,7 @@ import {
   OUTCOME_LABELS,
   PROVIDER_LABELS,
 } from '../lib/format.js';
+import { ERROR_CODE_EXPLANATIONS } from '../lib/limits.js';
 import { useAsync } from '../lib/use-async.js';
 import { Link } from '../router.js';
 
@@ -93,7 +94,7 @@ function Detail({ r }: { r: RequestLogRow }) {
             {r.error_code && (
               <>
                 {' '}
-                · <code>{r.error_code}</code>
+                <ErrorCodeBadge code={r.error_code} /> <code>{r.error_code}</code>
               </>
             )}{' '}
             · {PROVIDER_LABELS[r.provider] ?? r.provider} · {r.model ?? 'no model'}{' '}
@@ -104,6 +105,20 @@ function Detail({ r }: { r: RequestLogRow }) {
           {r.id}
         </code>
       </header>
+
+      {r.outcome === 'refused' && (
+        <div className="callout refusal" role="note">
+          <strong>Refused by keyrelay; nothing was sent upstream.</strong>{' '}
+          {(r.error_code && ERROR_CODE_EXPLANATIONS[r.error_code]) ?? ''}{' '}
+          {(r.error_code === 'proxy_rate_limited' ||
+            r.error_code === 'proxy_budget_exceeded' ||
+            r.error_code === 'proxy_key_forbidden') && (
+            <>
+              Change the key&rsquo;s limits on the <Link to="/keys">Keys</Link> page.
+            </>
+          )}
+        </div>
+      )}
 
       <div className="detail-grid">
         <Card title="Timing">
@@ -135,12 +150,14 @@ function Detail({ r }: { r: RequestLogRow }) {
         </Card>
         <Card title="Cost">
           <p className={`big-number ${r.cost_usd === null ? 'muted' : ''}`} data-testid="detail-cost">
-            {formatCost(r.cost_usd)}
+            {r.outcome === 'refused' && r.cost_usd === null ? '—' : formatCost(r.cost_usd)}
           </p>
           <p className="muted small">
-            {r.cost_usd === null
-              ? 'No price is known for this model, or there was no usage to price.'
-              : `Priced with ${r.price_source ?? 'the price library'}.`}
+            {r.outcome === 'refused' && r.cost_usd === null
+              ? 'Nothing: keyrelay refused the request before it reached the provider.'
+              : r.cost_usd === null
+                ? 'No price is known for this model, or there was no usage to price.'
+                : `Priced with ${r.price_source ?? 'the price library'}.`}
           </p>
         </Card>
         <Card title="Context">

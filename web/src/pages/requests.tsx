@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'react';
 import { api, type RequestQuery, type RequestSummary } from '../api.js';
-import { StatusBadge } from '../components/badge.js';
+import { ErrorCodeBadge, StatusBadge } from '../components/badge.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
 import {
@@ -166,13 +166,17 @@ export function RequestsPage() {
                         {r.stream && <span className="tag">stream</span>}
                       </td>
                       <td className="c-status">
-                        <StatusBadge status={r.status} outcome={r.outcome} />
+                        <span className="status-badges">
+                          <StatusBadge status={r.status} outcome={r.outcome} />
+                          <ErrorCodeBadge code={r.error_code} />
+                        </span>
                       </td>
                       <td className="num nowrap c-tokens">
                         <Tokens r={r} />
                       </td>
                       <td className={`num nowrap c-cost ${r.cost_usd === null ? 'muted' : ''}`}>
-                        {formatCost(r.cost_usd)}
+                        {/* A refusal never reached the provider: no cost, rather than an unknown one. */}
+                        {r.outcome === 'refused' && r.cost_usd === null ? '—' : formatCost(r.cost_usd)}
                       </td>
                       <td className="num nowrap c-latency">{formatMs(r.latency_ms)}</td>
                     </tr>

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import {
+  checkModelPattern,
+  diffLimits,
+  draftFromLimits,
+  fieldOfMessage,
+  NO_LIMITS,
+  parseDraft,
+  summarizeLimits,
+  type LimitsDraft,
+} from './limits.js';
+
+const LIMITED = {
+  allowed_providers: ['openai' as const],
+  allowed_models: ['gpt-4o*'],
+  rate_limit_rpm: 60,
+  budget_usd: 25,
+  budget_period: 'month' as const,
+};
+
+function parsed(d: Partial<LimitsDraft>) {
+  const r = parseDraft({ ...draftFromLimits(NO_LIMITS), ...d });
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
+  return r.limits;
+}
+
+describe('summarizeLimits', () => {
+  it('reads as one compact line, in the order provider, models, rate, budget', () => {
+    expect(summarizeLimits(LIMITED)).toEqual(['OpenAI only', 'gpt-4o*', '60 rpm', '$25/month']);
+  });
+
+  it('is empty for a key without limits', () => {
+    expect(summarizeLimits(NO_LIMITS)).toEqual([]);
+  });
+
+  it('names two models at most and counts the rest', () => {
+    const s = summarizeLimits({ ...NO_LIMITS, allowed_models: ['a', 'b*', 'c', 'd'] });
+    expect(s).toEqual(['a, b* +2 more']);
+  });
+
+  it('shows cents only when the budget has them', () => {
+    expect(summarizeLimits({ ...NO_LIMITS, budget_usd: 2.5, budget_period: 'day' })).toEqual(['$2.50/day']);
+  });
+});
+
+describe('parseDraft', () => {
+  it('treats empty fields and no ticked provider as no limit', () => {
+    expect(parsed({})).toEqual(NO_LIMITS);
+  });
+
+  it('adds a model still typed in the box', () => {
+    expect(parsed({ models: ['gpt-4o*'], modelInput: ' claude-3* ' }).allowed_models).toEqual([
+      'gpt-4o*',
+      'claude-3*',
+    ]);
+  });
+
+  it('puts providers in canonical order', () => {
+    expect(parsed({ providers: ['anthropic', 'openai'] }).allowed_providers).toEqual(['openai', 'anthropic']);
+  });
+
+  it('refuses out-of-range numbers per field', () => {
+    const r = parseDraft({ ...draftFromLimits(NO_LIMITS), rpm: '1.5', budget: '0.001' });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(Object.keys(r.errors).sort()).toEqual(['budget', 'rpm']);
+  });
+});
+
+describe('checkModelPattern', () => {
+  it('allows * only at the end, like the server', () => {
+    expect(checkModelPattern('gpt-4o*', [])).toBeNull();
+    expect(checkModelPattern('gpt-*-mini', [])).toMatch(/only at the end/);
+    expect(checkModelPattern('gpt 4o', [])).toMatch(/no spaces/);
+    expect(checkModelPattern('gpt-4o', ['gpt-4o'])).toMatch(/already/);
+  });
+});
+
+describe('diffLimits', () => {
+  it('sends only the fields that changed', () => {
+    expect(diffLimits(LIMITED, { ...LIMITED, rate_limit_rpm: 1 })).toEqual({ rate_limit_rpm: 1 });
+    expect(diffLimits(LIMITED, { ...LIMITED })).toEqual({});
+  });
+
+  it('clears a removed limit with null, and drops the period with the budget', () => {
+    expect(
+      diffLimits(LIMITED, { ...LIMITED, allowed_models: null, budget_usd: null, budget_period: null }),
+    ).toEqual({ allowed_models: null, budget_usd: null });
+  });
+
+  it('sends the budget together with a changed period', () => {
+    expect(diffLimits(LIMITED, { ...LIMITED, budget_period: 'day' })).toEqual({
+      budget_usd: 25,
+      budget_period: 'day',
+    });
+  });
+
+  it('from no limits gives exactly the set fields, as key creation takes them', () => {
+    expect(diffLimits(NO_LIMITS, { ...NO_LIMITS, rate_limit_rpm: 5 })).toEqual({ rate_limit_rpm: 5 });
+  });
+});
+
+describe('fieldOfMessage', () => {
+  it('maps the server’s invalid_limits messages to the form field they name', () => {
+    expect(fieldOfMessage('rate_limit_rpm must be null or an integer 1–1000000.')).toBe('rpm');
+    expect(fieldOfMessage('budget_period needs a budget_usd.')).toBe('budget');
+    expect(fieldOfMessage('allowed_models: each entry …')).toBe('models');
+    expect(fieldOfMessage('Something else')).toBe('general');
+  });
+});
