@@ -51,7 +51,8 @@ async function step(scenario: string, s: Subject, fn: () => Promise<Row>): Promi
     died[s.id] = gone;
     return null;
   }
-  await waitQuiet(ours, 0.25, opts.quick ? 1500 : 5000);
+  // Short: on a machine that is never quiet, waiting longer only makes the run long.
+  await waitQuiet(ours, 0.25, opts.quick ? 600 : 1000);
   const stop = watchOthers(ours);
   const row = await fn();
   row.others_cores = stop();
@@ -73,23 +74,13 @@ async function snapshotMemory(s: Subject, when: string): Promise<void> {
   row[`external_${when}_mb`] = heap.external_mb;
 }
 
-async function warmUp(s: Subject): Promise<void> {
-  const w = await driver.run<ClosedResult>({
-    kind: 'closed',
-    target: s.target,
-    concurrency: 32,
-    durationMs: opts.warmupMs,
-  });
-  log(`warm-up ${s.id}: ${Math.round(w.rps)} rps, ${w.errors} errors`);
+/** `concurrency` callers for `ms`, non-streaming, then streaming on both providers: JIT and pools warm. */
+async function warmUp(s: Subject, concurrency: number, ms: number): Promise<void> {
+  const w = await driver.run<ClosedResult>({ kind: 'closed', target: s.target, concurrency, durationMs: ms });
   s.sent += w.ok + w.errors;
+  if (w.errors > 0 || ms >= 1000) log(`warm-up ${s.id}: ${Math.round(w.rps)} rps, ${w.errors} errors`);
   for (const provider of ['openai', 'anthropic'] as const) {
-    const job = {
-      kind: 'stream',
-      target: s.target,
-      provider,
-      concurrency: 8,
-      durationMs: opts.warmupMs / 2,
-    } as const;
+    const job = { kind: 'stream', target: s.target, provider, concurrency, durationMs: ms / 2 } as const;
     const r = await driver.run<StreamResult>({ ...job, chunks: opts.streamChunks, chunkMs: 0 });
     s.sent += r.streams + r.errors;
   }
@@ -97,9 +88,11 @@ async function warmUp(s: Subject): Promise<void> {
 
 for (const s of proxies) await snapshotMemory(s, 'start');
 log('warming up…');
-for (const s of subjects) await warmUp(s);
+// Idle: started, a few requests served (lazy set-up done), then left alone; before any real load.
+for (const s of subjects) await warmUp(s, 1, 300);
 await sleep(1500);
 for (const s of proxies) await snapshotMemory(s, 'idle');
+for (const s of subjects) await warmUp(s, 32, opts.warmupMs);
 
 for (const rate of opts.rates) {
   for (let rep = 1; rep <= opts.reps; rep += 1) {

@@ -30,7 +30,7 @@ beforeAll(async () => {
     KEYRELAY_REDIS_URL: REDIS_URL,
     KEYRELAY_OPENAI_UPSTREAM: openai.url,
     KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-    // Long enough that only the Redis fan-out can explain a refusal within a second.
+    // Long enough that only the Redis fan-out (or the database change feed) can explain a refusal within a second.
     KEYRELAY_KEY_CACHE_TTL_MS: '60000',
   };
   // Both at once: the migration lock must let them start together on an empty database.
