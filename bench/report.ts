@@ -151,6 +151,12 @@ function lines(r: Results, rates: number[]): Line[] {
     { label: 'RSS idle (MB)', scenario: 'memory', field: 'rss_idle_mb', digits: 1, check: 'RSS idle' },
     { label: 'RSS peak under load (MB)', scenario: 'memory', field: 'rss_load_mb', digits: 1 },
     {
+      label: 'RSS before the 1,000 streams (MB)',
+      scenario: 'memory',
+      field: 'rss_before_streams_mb',
+      digits: 1,
+    },
+    {
       label: 'RSS 1,000 slow streams (MB)',
       scenario: 'memory',
       field: 'rss_streams_mb',

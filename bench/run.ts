@@ -150,6 +150,7 @@ for (const s of proxies.filter((x) => x.full)) {
   ]);
   const m = (memory[s.id] ??= {});
   m.rss_streams_mb = row?.rss_streams_mb ?? null;
+  m.rss_before_streams_mb = row?.rss_before_mb ?? null;
   m.heap_streams_mb = row?.heap_used_mb ?? null;
   m.external_streams_mb = row?.external_mb ?? null;
 }

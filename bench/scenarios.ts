@@ -105,6 +105,7 @@ export async function measureHold(
   chunks: number,
   chunkMs: number,
 ): Promise<Row> {
+  const rssBefore = readRssMb(s.pid);
   const stopRss = sampleRss(s.pid, 50);
   let rssAllOpen: number | null = null;
   let heap: Promise<Row> = Promise.resolve({});
@@ -118,6 +119,7 @@ export async function measureHold(
   s.sent += count;
   return {
     rss_streams_mb: stopRss(),
+    rss_before_mb: rssBefore,
     rss_all_open_mb: rssAllOpen,
     ...(await heap),
     opened: r.opened,
