@@ -76,6 +76,8 @@ export interface KeyrelayStart {
   pin?: string;
   /** keyrelay's stdout and stderr go here. */
   logFile?: string;
+  /** Extra settings (--env); the request-log switch of the logging-off process still wins. */
+  env?: Record<string, string>;
 }
 
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
@@ -87,6 +89,7 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
     KEYRELAY_OPENAI_UPSTREAM: o.upstream,
     KEYRELAY_ANTHROPIC_UPSTREAM: o.upstream,
     KEYRELAY_LOG_LEVEL: 'warn',
+    ...o.env,
     ...(o.requestLog ? {} : { KEYRELAY_REQUEST_LOG: 'false' }),
   });
   const nodeArgs = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];

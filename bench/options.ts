@@ -20,10 +20,12 @@ export interface Options {
   profile: boolean;
   pin: boolean;
   nice: boolean;
+  /** Extra KEYRELAY_* settings for both keyrelay processes (--env NAME=VALUE, repeatable). */
+  env: Record<string, string>;
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-keyrelay] [--profile] [--pin] [--nice] [--out FILE]
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-keyrelay] [--profile] [--pin] [--nice] [--env N=V] [--out FILE]
   --quick        one repetition of short runs (~1 min)
   --reps N       repetitions per measurement (median reported; default 3)
   --no-build     skip \`tsc -p tsconfig.build.json\` (use the existing dist/)
@@ -31,6 +33,7 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-ke
   --profile      run keyrelay (logging on) under node --cpu-prof and print its top functions
   --pin          pin proxies to CPU 1, driver and fake upstream to CPU 0 (taskset)
   --nice         run the bench's processes at nice -15 (root): steadier numbers on a busy shared machine
+  --env N=V      extra setting for keyrelay, e.g. --env KEYRELAY_LOG_BATCH_SIZE=100 (repeatable)
   --out FILE     JSON output path (default bench/results/<timestamp>.json)`;
 
 export function parseOptions(argv: string[]): Options {
@@ -56,6 +59,7 @@ export function parseOptions(argv: string[]): Options {
     profile: false,
     pin: false,
     nice: false,
+    env: {},
     out: null,
   };
   for (let i = 0; i < argv.length; i += 1) {
@@ -67,7 +71,10 @@ export function parseOptions(argv: string[]): Options {
     else if (a === '--profile') o.profile = true;
     else if (a === '--pin') o.pin = true;
     else if (a === '--nice') o.nice = true;
-    else if (a === '--out') o.out = argv[++i] ?? null;
+    else if (a === '--env' && /^KEYRELAY_\w+=/.test(argv[i + 1] ?? '')) {
+      const [name, ...value] = argv[++i]!.split('=');
+      o.env[name!] = value.join('=');
+    } else if (a === '--out') o.out = argv[++i] ?? null;
     else {
       console.log(HELP);
       process.exit(a === '--help' || a === '-h' ? 0 : 2);

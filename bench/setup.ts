@@ -89,6 +89,7 @@ export async function startAll(
           pin: pinProxy,
           profileDir: requestLog ? files.profileDir : undefined,
           logFile: `${files.logPrefix}-${id}.log`,
+          env: opts.env,
         });
         children.push(kr);
         // Logging off is measured for latency and throughput; streams and memory only with it on.

@@ -48,6 +48,23 @@ export interface RunningServer {
 
 const LAST_USED_FLUSH_MS = 15_000;
 
+/**
+ * Keyed hash of a provider credential (never the credential itself). A caller sends the same credential on
+ * every request, so the last few thousand answers are remembered instead of computing an HMAC each time.
+ */
+function fingerprinter(key: Buffer): (credential: string) => string {
+  const cache = new Map<string, string>();
+  return (credential) => {
+    let fp = cache.get(credential);
+    if (fp === undefined) {
+      fp = createHmac('sha256', key).update(credential).digest('hex').slice(0, 32);
+      if (cache.size >= 4096) cache.clear();
+      cache.set(credential, fp);
+    }
+    return fp;
+  };
+}
+
 export async function startServer(config: Readonly<Config>): Promise<RunningServer> {
   const metrics = createMetrics();
   const { configStore, logStore } = await openStores(config);
@@ -127,8 +144,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       active,
       bodyLogBytes: config.bodyLogBytes,
       trustProxy: config.trustProxy,
-      fingerprint: (credential) =>
-        createHmac('sha256', fingerprintKey).update(credential).digest('hex').slice(0, 32),
+      fingerprint: fingerprinter(fingerprintKey),
       cost: computeCost,
     },
   });

@@ -3,6 +3,7 @@
  *   route → authenticate → read body → forward → stream back → hand the record to the log.
  * The response always goes first; the log row is built after the last byte and queued, never awaited.
  */
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
@@ -105,8 +106,15 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   const injected = ctx.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
 
   // 4. Forward. A caller that goes away aborts the upstream request at once, also before the first byte.
-  const abort = new AbortController();
-  const onClose = () => abort.abort();
+  // undici takes an EventEmitter as its signal: cheaper than an AbortController per request. A 'close'
+  // after a complete response is not an abort (aborting then would cost the pooled upstream connection).
+  const abort = new EventEmitter();
+  let aborted = false;
+  const onClose = () => {
+    if (aborted || res.writableFinished) return;
+    aborted = true;
+    abort.emit('abort');
+  };
   res.once('close', onClose);
   ctx.inflight.add(onClose);
   let upstream: Dispatcher.ResponseData;
@@ -120,13 +128,13 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
       method: req.method as Dispatcher.HttpMethod,
       headers: forwardRequestHeaders(req.rawHeaders, req.headers.connection),
       body: body.length > 0 || (req.method !== 'GET' && req.method !== 'HEAD') ? body : undefined,
-      signal: abort.signal,
+      signal: abort,
       headersTimeout: ctx.config.headersTimeoutMs,
       bodyTimeout: ctx.config.idleTimeoutMs,
     });
   } catch (err) {
     ctx.inflight.delete(onClose);
-    if (res.destroyed || abort.signal.aborted) return finish(ctx, ex, req, res, 'client_aborted');
+    if (res.destroyed || aborted) return finish(ctx, ex, req, res, 'client_aborted');
     const failure = classifyUpstreamError(err);
     ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: failure.kind });
     return refuse(ctx, ex, req, res, failure.error, failure.outcome);
@@ -158,8 +166,11 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     { bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0 },
   );
   res.writeHead(upstream.statusCode, headers);
-  // Node holds the head until the first body write; upstream already sent it, and SDKs resolve on it.
-  res.flushHeaders();
+  // Node holds the head until the first body write. For a stream, upstream already sent its head and SDKs
+  // resolve on it: send it now. Other bodies follow their head at once, and go out in one write with it.
+  if (typeof contentType === 'string' && contentType.startsWith('text/event-stream')) res.flushHeaders();
+  // (writeHead only stores the head: headersSent is true before a byte has left.)
+  else setImmediate(() => ex.responseBytes > 0 || res.destroyed || res.flushHeaders()); // body slow to come
   upstream.body.on('data', (chunk: Buffer) => {
     if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
     ex.responseBytes += chunk.length;
@@ -171,14 +182,15 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     await (stripper ? pipeline(upstream.body, stripper, res) : pipeline(upstream.body, res));
   } catch (err) {
     complete = false;
-    if (abort.signal.aborted && !ctx.isDraining()) outcome = 'client_aborted';
+    if (aborted && !ctx.isDraining()) outcome = 'client_aborted';
     else {
       const failure = classifyUpstreamError(err);
       outcome = ctx.isDraining() ? 'timeout' : failure.outcome;
       ex.errorCode = ctx.isDraining() ? 'proxy_unavailable' : failure.error.code;
       ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: failure.kind });
-      // Never let a cut stream look complete: end the caller's response abnormally.
-      res.destroy();
+      // Never let a cut stream look complete: end the caller's response abnormally, after the head
+      // upstream did send.
+      cutResponse(res);
     }
   } finally {
     ctx.inflight.delete(onClose);
@@ -190,6 +202,19 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   if (upstream.statusCode >= 500)
     ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: 'status_5xx' });
   finish(ctx, ex, req, res, outcome);
+}
+
+/**
+ * Ends the caller's response abnormally (no terminating chunk, or short of its content-length) but only
+ * after what was already written, the head included, has left: destroy() would discard it. A caller that
+ * does not read gets a few seconds, then the socket is destroyed anyway.
+ */
+function cutResponse(res: ServerResponse): void {
+  const socket = res.socket;
+  res.flushHeaders(); // a no-op once the head is out
+  if (!socket || socket.writableLength === 0) return void res.destroy();
+  socket.destroySoon();
+  setTimeout(() => socket.destroy(), 5_000).unref();
 }
 
 /** keyrelay's own refusal, in the provider's error shape; logged when the key is known. */

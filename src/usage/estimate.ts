@@ -3,8 +3,22 @@
  * chunk). gpt-tokenizer's o200k_base is exact for current OpenAI models and a fair approximation for
  * Anthropic's; either way the row says `estimated`.
  */
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
 import { isRecord } from './normalize.js';
+
+type CountTokens = (text: string, opts: { disallowedSpecial: Set<string> }) => number;
+
+/**
+ * The o200k tables cost ~50 MB of memory and ~200 ms to load, and estimates are the exception (most
+ * responses report usage): load them on the first estimate, not at start.
+ */
+let countTokens: CountTokens | null = null;
+function tokenizer(): CountTokens {
+  countTokens ??= (
+    createRequire(import.meta.url)('gpt-tokenizer/encoding/o200k_base') as { countTokens: CountTokens }
+  ).countTokens;
+  return countTokens;
+}
 
 /** Text beyond this is not tokenized but extrapolated from what was: keeps a huge prompt cheap. */
 const SAMPLE_CHARS = 256 * 1024;
@@ -32,8 +46,9 @@ const SKIP_KEYS = new Set([
 
 export function countTextTokens(text: string): number {
   if (text.length === 0) return 0;
-  if (text.length <= SAMPLE_CHARS) return countTokens(text, NO_SPECIAL);
-  const sample = countTokens(text.slice(0, SAMPLE_CHARS), NO_SPECIAL);
+  const count = tokenizer();
+  if (text.length <= SAMPLE_CHARS) return count(text, NO_SPECIAL);
+  const sample = count(text.slice(0, SAMPLE_CHARS), NO_SPECIAL);
   return Math.round((sample * text.length) / SAMPLE_CHARS);
 }
 
@@ -83,40 +98,36 @@ export function estimateRequestTokens(json: unknown): number | null {
 }
 
 /**
- * Accumulates generated text as it streams. Bounded: past a threshold the pending text is tokenized and
- * dropped, so memory stays small however long the stream.
+ * Accumulates generated text as it streams, for an estimate that is usually never asked for (the provider
+ * reports usage). Nothing is tokenized while streaming: it keeps the first `sampleChars` characters and a
+ * count of the rest, and extrapolates from the sample only when total() is called.
  */
 export class OutputCounter {
-  private pending: string[] = [];
-  private pendingChars = 0;
-  private counted = 0;
-  private any = false;
+  private sample: string[] = [];
+  private sampleChars = 0;
+  private chars = 0;
 
-  constructor(private readonly flushChars = 64 * 1024) {}
+  constructor(private readonly maxSampleChars = 64 * 1024) {}
 
   add(text: string): void {
     if (text.length === 0) return;
-    this.any = true;
-    this.pending.push(text);
-    this.pendingChars += text.length;
-    if (this.pendingChars >= this.flushChars) this.flush();
+    this.chars += text.length;
+    if (this.sampleChars >= this.maxSampleChars) return;
+    const room = this.maxSampleChars - this.sampleChars;
+    const kept = text.length <= room ? text : text.slice(0, room);
+    this.sample.push(kept);
+    this.sampleChars += kept.length;
   }
 
   /** Has any generated text been seen? */
   get seen(): boolean {
-    return this.any;
+    return this.chars > 0;
   }
 
   total(): number {
-    this.flush();
-    return this.counted;
-  }
-
-  private flush(): void {
-    if (this.pendingChars === 0) return;
-    this.counted += countTextTokens(this.pending.join(''));
-    this.pending = [];
-    this.pendingChars = 0;
+    if (this.chars === 0) return 0;
+    const counted = countTextTokens(this.sample.join(''));
+    return this.chars === this.sampleChars ? counted : Math.round((counted * this.chars) / this.sampleChars);
   }
 }
 
