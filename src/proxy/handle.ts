@@ -6,7 +6,6 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { pipeline } from 'node:stream/promises';
 import type { Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -26,6 +25,7 @@ import {
   parseRequestInfo,
 } from '../usage/index.js';
 import { readBody } from './body.js';
+import { pump } from './pump.js';
 import { newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
 import { filterResponseHeaders, findDuplicateSingleton, forwardRequestHeaders } from './headers.js';
 import { classifyUpstreamError } from './upstream-errors.js';
@@ -179,7 +179,7 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   let outcome: Exchange['outcome'] = upstream.statusCode >= 400 ? 'upstream_error' : 'ok';
   let complete = true;
   try {
-    await (stripper ? pipeline(upstream.body, stripper, res) : pipeline(upstream.body, res));
+    await pump(upstream.body, stripper, res);
   } catch (err) {
     complete = false;
     if (aborted && !ctx.isDraining()) outcome = 'client_aborted';
