@@ -67,7 +67,7 @@ function fingerprinter(key: Buffer): (credential: string) => string {
 
 export async function startServer(config: Readonly<Config>): Promise<RunningServer> {
   const metrics = createMetrics();
-  const { configStore, logStore } = await openStores(config);
+  const { configStore, logStore, logWriter } = await openStores(config);
   const log = createLogger(config.logLevel);
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
   let bus: KeyEventBus;
@@ -109,7 +109,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     onError: warn,
   });
   const queue = new LogQueue(
-    logStore,
+    logWriter,
     { batchSize: config.logBatchSize, flushMs: config.logFlushMs, maxRows: config.logQueueMax },
     metrics,
     log,
@@ -176,6 +176,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       const left = await queue.flush(config.drainTimeoutMs);
       if (left > 0) app.log.error({ left }, 'request log rows could not be written before exit');
       queue.close();
+      await logWriter.close();
       await app.close();
       await dispatcher.close();
       await changeFeed.stop();

@@ -6,11 +6,19 @@ import { PgConfigStore } from './postgres/config-store.js';
 import { PgLogStore } from './postgres/log-store.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
 import { SqliteLogStore } from './sqlite/log-store.js';
+import { SqliteLogWriter } from './sqlite/log-writer.js';
 import type { ConfigStore, LogStore } from './types.js';
+
+/** What the write-behind log queue needs: batched inserts, off the event loop where the store is synchronous. */
+export interface LogWriter {
+  insertBatch: LogStore['insertBatch'];
+  close(): Promise<void>;
+}
 
 export interface Stores {
   configStore: ConfigStore;
   logStore: LogStore;
+  logWriter: LogWriter;
   kind: 'sqlite' | 'postgres';
 }
 
@@ -21,13 +29,16 @@ export async function openStores(config: Pick<Config, 'dataDir' | 'databaseUrl'>
     const configStore = new PgConfigStore(config.databaseUrl);
     const logStore = new PgLogStore(config.databaseUrl);
     await migrateOrClose(configStore, logStore);
-    return { configStore, logStore, kind: 'postgres' };
+    // pg is asynchronous already: the store's own pool writes without blocking the event loop.
+    const logWriter = { insertBatch: logStore.insertBatch.bind(logStore), close: () => Promise.resolve() };
+    return { configStore, logStore, logWriter, kind: 'postgres' };
   }
   mkdirSync(config.dataDir, { recursive: true });
   const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'));
-  const logStore = new SqliteLogStore(join(config.dataDir, 'requests.db'));
+  const logPath = join(config.dataDir, 'requests.db');
+  const logStore = new SqliteLogStore(logPath);
   await migrateOrClose(configStore, logStore);
-  return { configStore, logStore, kind: 'sqlite' };
+  return { configStore, logStore, logWriter: new SqliteLogWriter(logPath), kind: 'sqlite' };
 }
 
 /** A failed migration closes both stores, so a refused start leaves no pool or file handle open. */
