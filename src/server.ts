@@ -15,7 +15,6 @@ import { FallbackLoginThrottle } from './accounts/fallback-throttle.js';
 import { startKeyChangeFeed } from './keys/change-feed.js';
 import { LocalKeyEventBus, type KeyEventBus } from './keys/events.js';
 import { LastUsedTracker } from './keys/last-used.js';
-import { createRedisKeyEventBus } from './keys/redis-bus.js';
 import { KeyVerifier } from './keys/verify.js';
 import { KeyLimiter } from './limits/limiter.js';
 import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
@@ -74,6 +73,8 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   let throttle: LoginThrottle;
   let sharedCounters: SharedCounters | null = null;
   if (config.redisUrl) {
+    // Loaded only when configured: ioredis is memory a single instance does not need.
+    const { createRedisKeyEventBus } = await import('./keys/redis-bus.js');
     const redisBus = await createRedisKeyEventBus(config.redisUrl, metrics, log);
     bus = redisBus;
     sharedCounters = createRedisCounters(redisBus.client);

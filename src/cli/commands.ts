@@ -4,7 +4,6 @@ import { createAccount, normalizeEmail } from '../accounts/create-account.js';
 import { createKey, revokeKey, setKeyLimits, toKeyView } from '../keys/actions.js';
 import { LocalKeyEventBus, type KeyEventBus } from '../keys/events.js';
 import { hashKey, isWellFormedKey } from '../keys/format.js';
-import { createRedisKeyEventBus } from '../keys/redis-bus.js';
 import { createMetrics } from '../metrics.js';
 import { openStores } from '../store/factory.js';
 import type { Provider } from '../log/record.js';
@@ -64,7 +63,9 @@ async function withStores(config: Readonly<Config>, fn: (ctx: Ctx) => Promise<vo
   // With Redis, a CLI revocation reaches running instances at once, like one made in the console.
   const quiet = { warn: () => {}, info: () => {} };
   const bus = config.redisUrl
-    ? await createRedisKeyEventBus(config.redisUrl, createMetrics(), quiet)
+    ? await (
+        await import('../keys/redis-bus.js')
+      ).createRedisKeyEventBus(config.redisUrl, createMetrics(), quiet)
     : new LocalKeyEventBus();
   try {
     await fn({ configStore, logStore, bus });

@@ -2,8 +2,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
-import { PgConfigStore } from './postgres/config-store.js';
-import { PgLogStore } from './postgres/log-store.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
 import { SqliteLogStore } from './sqlite/log-store.js';
 import { SqliteLogWriter } from './sqlite/log-writer.js';
@@ -25,7 +23,10 @@ export interface Stores {
 /** Opens both stores and runs their migrations. */
 export async function openStores(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<Stores> {
   if (config.databaseUrl) {
-    // Each store owns a pool on the URL; close() ends it.
+    // Each store owns a pool on the URL; close() ends it. Loaded only when used: pg is memory a SQLite
+    // deployment does not need.
+    const { PgConfigStore } = await import('./postgres/config-store.js');
+    const { PgLogStore } = await import('./postgres/log-store.js');
     const configStore = new PgConfigStore(config.databaseUrl);
     const logStore = new PgLogStore(config.databaseUrl);
     await migrateOrClose(configStore, logStore);

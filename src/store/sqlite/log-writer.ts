@@ -19,6 +19,9 @@ interface Pending {
 type Reply =
   { id: number; result: InsertResult } | { id: number; error: { message: string; code?: unknown } };
 
+/** The worker holds one batch at a time: a small heap keeps its share of the process's memory small. */
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 };
+
 function tsxApi(): string {
   const cjs = createRequire(import.meta.url).resolve('tsx/esm/api');
   return pathToFileURL(cjs.replace(/\.cjs$/, '.mjs')).href;
@@ -43,13 +46,13 @@ export class SqliteLogWriter {
   private start(): Worker {
     const js = new URL('./log-writer-worker.js', import.meta.url);
     const worker = existsSync(fileURLToPath(js))
-      ? new Worker(js, { workerData: { path: this.path } })
+      ? new Worker(js, { workerData: { path: this.path }, resourceLimits: WORKER_LIMITS })
       : // From source (tsx, vitest) the worker is TypeScript. Node 20 applies no --import hooks inside a
         // worker, so it registers tsx's loader itself before importing the module.
         new Worker(
           `import(${JSON.stringify(tsxApi())}).then(({ register }) => { register(); ` +
             `return import(${JSON.stringify(new URL('./log-writer-worker.ts', import.meta.url).href)}); });`,
-          { eval: true, workerData: { path: this.path } },
+          { eval: true, workerData: { path: this.path }, resourceLimits: WORKER_LIMITS },
         );
     worker.on('message', (msg: Reply) => {
       const p = this.pending.get(msg.id);
