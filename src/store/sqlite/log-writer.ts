@@ -27,23 +27,34 @@ function tsxApi(): string {
   return pathToFileURL(cjs.replace(/\.cjs$/, '.mjs')).href;
 }
 
+interface Running {
+  worker: Worker;
+  pending: Map<number, Pending>;
+  idle: NodeJS.Timeout | null;
+}
+
 export class SqliteLogWriter {
-  private worker: Worker | null = null;
-  private pending = new Map<number, Pending>();
+  private current: Running | null = null;
   private seq = 0;
 
-  constructor(private readonly path: string) {}
+  constructor(
+    private readonly path: string,
+    /** A worker with nothing to write for this long exits: an idle keyrelay gives its memory back. */
+    private readonly idleMs = 30_000,
+  ) {}
 
   insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
-    const worker = this.worker ?? this.start();
+    const run = this.current ?? this.start();
+    if (run.idle) clearTimeout(run.idle);
+    run.idle = null;
     const id = ++this.seq;
     return new Promise<InsertResult>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, rows });
+      run.pending.set(id, { resolve, reject });
+      run.worker.postMessage({ id, rows });
     });
   }
 
-  private start(): Worker {
+  private start(): Running {
     const js = new URL('./log-writer-worker.js', import.meta.url);
     const worker = existsSync(fileURLToPath(js))
       ? new Worker(js, { workerData: { path: this.path }, resourceLimits: WORKER_LIMITS })
@@ -54,31 +65,41 @@ export class SqliteLogWriter {
             `return import(${JSON.stringify(new URL('./log-writer-worker.ts', import.meta.url).href)}); });`,
           { eval: true, workerData: { path: this.path }, resourceLimits: WORKER_LIMITS },
         );
+    const run: Running = { worker, pending: new Map(), idle: null };
     worker.on('message', (msg: Reply) => {
-      const p = this.pending.get(msg.id);
+      const p = run.pending.get(msg.id);
       if (!p) return;
-      this.pending.delete(msg.id);
+      run.pending.delete(msg.id);
       if ('result' in msg) p.resolve(msg.result);
       else p.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
+      if (run.pending.size === 0 && this.current === run) {
+        run.idle = setTimeout(() => void this.retire(run), this.idleMs);
+        run.idle.unref();
+      }
     });
     const fail = (err: Error) => {
       // The queue keeps a failed batch and retries it: a new worker is started on the next write.
-      if (this.worker === worker) this.worker = null;
-      for (const p of this.pending.values()) p.reject(err);
-      this.pending.clear();
+      if (this.current === run) this.current = null;
+      if (run.idle) clearTimeout(run.idle);
+      for (const p of run.pending.values()) p.reject(err);
+      run.pending.clear();
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`log writer exited (${code})`)));
-    this.worker = worker;
-    return worker;
+    this.current = run;
+    return run;
+  }
+
+  /** Asks an idle worker to close its database and exit; the next write starts a new one. */
+  private retire(run: Running): Promise<void> {
+    if (this.current === run) this.current = null;
+    if (run.idle) clearTimeout(run.idle);
+    const exited = new Promise<void>((resolve) => run.worker.once('exit', () => resolve()));
+    run.worker.postMessage({ close: true });
+    return exited;
   }
 
   async close(): Promise<void> {
-    const worker = this.worker;
-    if (!worker) return;
-    this.worker = null;
-    const exited = new Promise((resolve) => worker.once('exit', resolve));
-    worker.postMessage({ close: true });
-    await exited;
+    if (this.current) await this.retire(this.current);
   }
 }

@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeLogRow } from '../../../test/helpers/log-rows.js';
+import { SqliteLogStore } from './log-store.js';
+import { SqliteLogWriter } from './log-writer.js';
+
+let dir: string;
+let store: SqliteLogStore;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'keyrelay-writer-'));
+  store = new SqliteLogStore(join(dir, 'requests.db'));
+  await store.migrate();
+});
+afterEach(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('SqliteLogWriter', () => {
+  it('writes batches on a worker thread, readable at once from the main connection', async () => {
+    const writer = new SqliteLogWriter(join(dir, 'requests.db'));
+    const rows = Array.from({ length: 250 }, (_, i) => makeLogRow({ at: Date.now() + i }));
+    expect(await writer.insertBatch(rows)).toEqual({ inserted: 250, rejected: 0 });
+    expect(await writer.insertBatch(rows)).toEqual({ inserted: 0, rejected: 0 }); // idempotent
+    expect(await store.count()).toBe(250);
+    await writer.close();
+  });
+
+  it('lets an idle worker exit and starts a new one for the next write', async () => {
+    const writer = new SqliteLogWriter(join(dir, 'requests.db'), 50);
+    await writer.insertBatch([makeLogRow({ at: Date.now() })]);
+    await new Promise((r) => setTimeout(r, 300));
+    await writer.insertBatch([makeLogRow({ at: Date.now() + 1 })]);
+    expect(await store.count()).toBe(2);
+    await writer.close();
+  });
+
+  it('reports a poison row as rejected and keeps the rest of its batch', async () => {
+    const writer = new SqliteLogWriter(join(dir, 'requests.db'));
+    const poison = { ...makeLogRow(), outcome: 'exploded' } as unknown as ReturnType<typeof makeLogRow>;
+    const r = await writer.insertBatch([makeLogRow({ at: Date.now() }), poison]);
+    expect(r).toEqual({ inserted: 1, rejected: 1 });
+    await writer.close();
+  });
+});
