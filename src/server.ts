@@ -163,11 +163,15 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       // Stop accepting; keep-alive connections with nothing in flight are closed now.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // A connection whose last response finishes during the drain becomes idle later: close those too, or
+      // every drain would last until the deadline.
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
       const deadline = setTimeout(() => {
         for (const cut of inflight) cut();
         server.closeAllConnections();
       }, config.drainTimeoutMs);
       await closed;
+      clearInterval(sweep);
       clearTimeout(deadline);
       // Cut exchanges finish their bookkeeping on later ticks; their rows must be queued before the flush.
       await Promise.allSettled([...active]);
