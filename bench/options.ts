@@ -14,7 +14,12 @@ export interface Options {
   slowStreams: number;
   slowChunks: number;
   slowChunkMs: number;
-  settleMs: number;
+  /**
+   * How long a process is left without requests before its idle and after-load RSS are read. A server's
+   * "idle" is a while without traffic, not the moment after a request: keyrelay gives memory back once quiet
+   * (src/memory.ts, done within ~7 s), and V8's own memory reducer works on the same scale.
+   */
+  quietMs: number;
   build: boolean;
   keyrelay: boolean;
   profile: boolean;
@@ -53,7 +58,7 @@ export function parseOptions(argv: string[]): Options {
     slowStreams: 1000,
     slowChunks: quick ? 8 : 12,
     slowChunkMs: 500,
-    settleMs: quick ? 2000 : 4000,
+    quietMs: 8000,
     build: true,
     keyrelay: true,
     profile: false,

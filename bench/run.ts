@@ -90,7 +90,8 @@ for (const s of proxies) await snapshotMemory(s, 'start');
 log('warming up…');
 // Idle: started, a few requests served (lazy set-up done), then left alone; before any real load.
 for (const s of subjects) await warmUp(s, 1, 300);
-await sleep(1500);
+log(`idle ${opts.quietMs} ms…`);
+await sleep(opts.quietMs);
 for (const s of proxies) await snapshotMemory(s, 'idle');
 for (const s of subjects) await warmUp(s, 32, opts.warmupMs);
 
@@ -154,8 +155,8 @@ for (const s of proxies.filter((x) => x.full)) {
   m.heap_streams_mb = row?.heap_used_mb ?? null;
   m.external_streams_mb = row?.external_mb ?? null;
 }
-log(`settling ${opts.settleMs} ms…`);
-await sleep(opts.settleMs);
+log(`settling ${opts.quietMs} ms…`);
+await sleep(opts.quietMs);
 for (const s of proxies) await snapshotMemory(s, 'after');
 for (const [id, row] of Object.entries(memory)) (raw.memory ??= {})[id as SubjectId] = [row];
 

@@ -2,13 +2,19 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { calcPrice, type Provider as PriceProvider } from '@pydantic/genai-prices';
+import type * as GenaiPrices from '@pydantic/genai-prices';
+import type { Provider as PriceProvider } from '@pydantic/genai-prices';
 import type { Usage } from './types.js';
+
+const require = createRequire(import.meta.url);
+// The package's CommonJS build: the same code and price data, minified. Its source stays in every
+// instance's heap for as long as it runs, 1.3 MB less than the ESM build's.
+const { calcPrice } = require('@pydantic/genai-prices') as typeof GenaiPrices;
 
 function readLibraryVersion(): string {
   try {
     // The package exports no ./package.json; find it beside its entry point.
-    const entry = createRequire(import.meta.url).resolve('@pydantic/genai-prices');
+    const entry = require.resolve('@pydantic/genai-prices');
     const pkg = JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as {
       version?: unknown;
     };

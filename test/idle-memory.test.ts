@@ -1,0 +1,111 @@
+/**
+ * `keyrelay serve` gives memory back once traffic stops (src/memory.ts): after a burst its old generation
+ * is collected and its young generation shrunk within seconds, and no collection runs while it is busy.
+ * Read from the process's own /metrics and debug log, as an operator would.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
+import { runCli, startServeProcess } from './helpers/process.js';
+
+let openai: FakeUpstream;
+let dataDir: string;
+
+beforeAll(async () => {
+  openai = await startFakeOpenAI();
+  dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-memory-'));
+});
+afterAll(async () => {
+  await openai.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function heap(url: string): Promise<{ used: number; young: number }> {
+  const text = await (await request(`${url}/metrics`)).body.text();
+  const read = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN) / 1048576;
+  return {
+    used: read(/^nodejs_heap_size_used_bytes (\S+)/m),
+    young: read(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\S+)/m),
+  };
+}
+
+interface Reclaim {
+  time: number;
+  reason: string;
+}
+
+describe('idle memory', () => {
+  it('collects after a burst once quiet, shrinks the young generation, and never during the burst', async () => {
+    const env = {
+      KEYRELAY_DATA_DIR: dataDir,
+      KEYRELAY_OPENAI_UPSTREAM: openai.url,
+      KEYRELAY_LOG_LEVEL: 'debug',
+    };
+    const created = await runCli(
+      ['users', 'create', '--email', 'mem@example.com', '--password', 'correct horse battery', '--json'],
+      env,
+    );
+    expect(created.code).toBe(0);
+    const key = (JSON.parse(created.stdout) as { key: { key: string } }).key.key;
+    const kr = await startServeProcess(env);
+    const reclaims = (): Reclaim[] =>
+      kr
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"idle memory reclaim"'))
+        .map((l) => JSON.parse(l) as Reclaim);
+    try {
+      await sleep(1500);
+      const before = await heap(kr.url);
+
+      // A burst: bodies big enough to leave tens of MB of garbage behind.
+      const dispatcher = new Agent({ connections: 32 });
+      const body = JSON.stringify({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'x'.repeat(20_000) }],
+      });
+      const burstStart = Date.now();
+      let sent = 0;
+      await Promise.all(
+        Array.from({ length: 32 }, async () => {
+          while (Date.now() - burstStart < 4000) {
+            sent++;
+            const res = await request(`${kr.url}/api/proxy/openai/v1/chat/completions`, {
+              method: 'POST',
+              dispatcher,
+              headers: { 'proxy-api-key': key, 'content-type': 'application/json' },
+              body,
+            });
+            expect(res.statusCode).toBe(200);
+            await res.body.dump();
+          }
+        }),
+      );
+      const burstEnd = Date.now();
+      await dispatcher.close();
+      const after = await heap(kr.url);
+      expect(sent).toBeGreaterThan(200);
+
+      // Quiet: the old generation within ~2 s, the young generation once V8's 5 s rate window has passed.
+      let now = after;
+      for (let waited = 0; waited < 15_000; waited += 500) {
+        await sleep(500);
+        now = await heap(kr.url);
+        if (reclaims().some((r) => r.reason === 'young')) break;
+      }
+      const during = reclaims().filter((r) => r.time > burstStart + 500 && r.time < burstEnd - 500);
+      expect(during).toEqual([]);
+      expect(reclaims().map((r) => r.reason)).toEqual(expect.arrayContaining(['start', 'grown', 'young']));
+      expect(after.young).toBeGreaterThan(4);
+      expect(now.used).toBeLessThan(before.used + 8);
+    } finally {
+      kr.child.kill('SIGTERM');
+      await kr.exited;
+    }
+  });
+});
