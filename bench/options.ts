@@ -16,8 +16,8 @@ export interface Options {
   slowChunkMs: number;
   /**
    * How long a process is left without requests before its idle and after-load RSS are read. A server's
-   * "idle" is a while without traffic, not the moment after a request: keyrelay gives memory back once quiet
-   * (src/memory.ts, done within ~7 s), and V8's own memory reducer works on the same scale.
+   * "idle" is a while without traffic, not the moment after a request: keyrelay gives memory back after
+   * 30 s without traffic (src/memory.ts), never between the bench's steps.
    */
   quietMs: number;
   build: boolean;
@@ -58,7 +58,7 @@ export function parseOptions(argv: string[]): Options {
     slowStreams: 1000,
     slowChunks: quick ? 8 : 12,
     slowChunkMs: 500,
-    quietMs: 8000,
+    quietMs: 33_000,
     build: true,
     keyrelay: true,
     profile: false,

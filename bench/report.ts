@@ -76,7 +76,7 @@ export function evaluate(r: Results): Check[] {
   ];
   const idle = get(r, 'memory', 'keyrelay', 'rss_idle_mb');
   const after = get(r, 'memory', 'keyrelay', 'rss_after_mb');
-  // "Back near idle": within 50 MB of idle, 8 s after load has stopped (V8 keeps some heap it grew).
+  // "Back near idle": within 50 MB of idle, 33 s after load has stopped (V8 keeps some heap it grew).
   const back = check(
     'RSS after load − idle',
     after !== null && idle !== null ? round(after - idle, 1) : null,
@@ -149,7 +149,7 @@ function lines(r: Results, rates: number[]): Line[] {
   out.push(
     { label: 'RSS at start (MB)', scenario: 'memory', field: 'rss_start_mb', digits: 1 },
     {
-      label: 'RSS idle, 8 s quiet (MB)',
+      label: 'RSS idle, 33 s quiet (MB)',
       scenario: 'memory',
       field: 'rss_idle_mb',
       digits: 1,
@@ -170,7 +170,7 @@ function lines(r: Results, rates: number[]): Line[] {
       check: 'RSS with 1,000 concurrent streams',
     },
     {
-      label: 'RSS 8 s after load (MB)',
+      label: 'RSS 33 s after load (MB)',
       scenario: 'memory',
       field: 'rss_after_mb',
       digits: 1,

@@ -11,7 +11,7 @@ import { Client } from './console-harness.js';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
 import { callProxy, quantile, startInstance, waitFor, type Instance } from './helpers/cluster.js';
 import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
-import { runCli, startServeProcess, type ServeProcess } from './helpers/process.js';
+import { createUserWithKey, runCli, startServeProcess, type ServeProcess } from './helpers/process.js';
 
 const BOUND_MS = 1_500;
 // Long enough that only the change feed can explain a refusal within the bound.
@@ -66,12 +66,7 @@ describe('one instance on SQLite, no Redis', () => {
 
   it('refuses a key revoked by the CLI within 1.5 s', async () => {
     const env = { KEYRELAY_DATA_DIR: dataDir };
-    const made = await runCli(
-      ['users', 'create', '--email', 'feed@example.com', '--password', 'correct horse battery', '--json'],
-      env,
-    );
-    expect(made.code, made.stderr).toBe(0);
-    const { key } = JSON.parse(made.stdout) as { key: { id: string; key: string } };
+    const key = await createUserWithKey('feed@example.com', env);
     // Warm the cache: from here the server answers for this key without reading the database.
     expect((await callProxy(server.url, key.key)).status).toBe(200);
     const revoked = await runCli(['keys', 'revoke', key.id], env);

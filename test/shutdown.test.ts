@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
-import { runCli, startServeProcess } from './helpers/process.js';
+import { createUserWithKey, startServeProcess } from './helpers/process.js';
 
 const OPENAI_CANARY = 'sk-proj-CANARYopenai0123456789';
 const ANTHROPIC_CANARY = 'sk-ant-api03-CANARYanthropic987';
@@ -41,12 +41,7 @@ describe('graceful shutdown', () => {
       KEYRELAY_DRAIN_TIMEOUT_MS: '1500',
       KEYRELAY_LOG_LEVEL: 'debug',
     };
-    const created = await runCli(
-      ['users', 'create', '--email', 'load@example.com', '--password', 'correct horse battery', '--json'],
-      env,
-    );
-    expect(created.code).toBe(0);
-    const key = (JSON.parse(created.stdout) as { key: { key: string } }).key.key;
+    const { key } = await createUserWithKey('load@example.com', env);
     const kr = await startServeProcess(env);
     const dispatcher = new Agent({ connections: 32 });
 

@@ -22,6 +22,19 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
   return { code, stdout, stderr };
 }
 
+/** `keyrelay users create` through the CLI; returns the account's default key (id and full secret). */
+export async function createUserWithKey(
+  email: string,
+  env: Record<string, string>,
+): Promise<{ id: string; key: string }> {
+  const made = await runCli(
+    ['users', 'create', '--email', email, '--password', 'correct horse battery', '--json'],
+    env,
+  );
+  if (made.code !== 0) throw new Error(`users create exited ${made.code}: ${made.stderr}`);
+  return (JSON.parse(made.stdout) as { key: { id: string; key: string } }).key;
+}
+
 export interface ServeProcess {
   child: ChildProcess;
   url: string;
