@@ -117,6 +117,30 @@ describe('request log', () => {
     );
   });
 
+  it("prices Anthropic's 1-hour cache writes at their own rate, in a message and in a stream", async () => {
+    const usage = {
+      input_tokens: 20,
+      cache_creation_input_tokens: 3000,
+      cache_creation_1h_input_tokens: 1000,
+      cache_read_input_tokens: 0,
+      output_tokens: 7,
+    };
+    for (const stream of [false, true]) {
+      const r = await call(
+        'anthropic',
+        { model: 'claude-haiku-4-5', max_tokens: 50, stream, messages: [{ role: 'user', content: 'hi' }] },
+        { 'x-fake-usage': JSON.stringify(usage) },
+      );
+      const log = await row(r.id);
+      expect(log).toMatchObject({ input_tokens: 3020, cache_write_tokens: 3000, output_tokens: 7 });
+      // claude-haiku-4-5 per million: $1 input, $1.25 5-minute writes, $2 1-hour writes, $5 output.
+      expect(log.cost_usd, `stream ${stream}`).toBeCloseTo(
+        (20 * 1 + 2000 * 1.25 + 1000 * 2 + 7 * 5) / 1e6,
+        12,
+      );
+    }
+  });
+
   it('leaves cost unknown (null, not 0) for a model the price library does not know', async () => {
     const r = await call('openai', { model: 'my-finetune-xyz', messages: [{ role: 'user', content: 'hi' }] });
     const log = await row(r.id);

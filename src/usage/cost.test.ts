@@ -71,6 +71,21 @@ describe('computeCost', () => {
     expect(cached).toBeCloseTo(plain / 2, 12); // gpt-4o: cached input at half price
   });
 
+  it("charges Anthropic's 1-hour cache writes at twice the input rate, 5-minute ones at 1.25 times", () => {
+    const price = (partial: Partial<Usage>) =>
+      computeCost('anthropic', 'claude-haiku-4-5', usage({ output_tokens: 0, ...partial })).cost_usd!;
+    // claude-haiku-4-5: $1 per million input tokens.
+    expect(price({ input_tokens: 2000, cache_write_tokens: 2000 })).toBeCloseTo(0.0025, 12);
+    expect(price({ input_tokens: 2000, cache_write_tokens: 2000, cache_write_1h_tokens: 2000 })).toBeCloseTo(
+      0.004,
+      12,
+    );
+    expect(price({ input_tokens: 2000, cache_write_tokens: 2000, cache_write_1h_tokens: 500 })).toBeCloseTo(
+      1500 * 1.25e-6 + 500 * 2e-6,
+      12,
+    );
+  });
+
   it('names the library and its version as the price source', () => {
     expect(PRICE_SOURCE).toMatch(/^genai-prices@\d+\.\d+\.\d+/);
   });
@@ -80,7 +95,7 @@ describe('computeCost', () => {
       cost_usd: null,
       price_source: null,
     });
-    expect(computeCost('openai', 'my-private-finetune-xyz', usage({}))).toEqual({
+    expect(computeCost('anthropic', 'claude-private-xyz', usage({}))).toEqual({
       cost_usd: null,
       price_source: null,
     });

@@ -62,6 +62,8 @@ export function computeCost(
   const cacheWrite = usage.cache_write_tokens ?? 0;
   if (cacheRead > 0) priced.cache_read_tokens = cacheRead;
   if (cacheWrite > 0) priced.cache_write_tokens = cacheWrite;
+  // The library prices this subset at the model's 1-hour write rate, the rest of the writes at the 5-minute one.
+  if ((usage.cache_write_1h_tokens ?? 0) > 0) priced.cache_write_1h_tokens = usage.cache_write_1h_tokens!;
   if (cacheRead + cacheWrite > usage.input_tokens) return none; // inconsistent figures: no guess
   try {
     const priceProvider = findPriceProvider(provider, model);

@@ -62,8 +62,14 @@ export function normalizeOpenAIUsage(u: unknown): TokenCounts | null {
 export interface AnthropicParts {
   input: number | null;
   cacheWrite: number | null;
+  /** `cache_creation.ephemeral_1h_input_tokens`: the part of cacheWrite with the 1-hour TTL. */
+  cacheWrite1h: number | null;
   cacheRead: number | null;
   output: number | null;
+}
+
+export function emptyAnthropicParts(): AnthropicParts {
+  return { input: null, cacheWrite: null, cacheWrite1h: null, cacheRead: null, output: null };
 }
 
 /** Merge a (possibly partial, cumulative) Anthropic usage object into the parts seen so far. */
@@ -79,6 +85,7 @@ export function mergeAnthropicUsage(into: AnthropicParts, u: unknown): boolean {
   };
   take('input', u.input_tokens);
   take('cacheWrite', u.cache_creation_input_tokens);
+  take('cacheWrite1h', sub(u.cache_creation, 'ephemeral_1h_input_tokens'));
   take('cacheRead', u.cache_read_input_tokens);
   take('output', u.output_tokens);
   return seen;
@@ -87,10 +94,12 @@ export function mergeAnthropicUsage(into: AnthropicParts, u: unknown): boolean {
 export function anthropicCounts(parts: AnthropicParts): TokenCounts {
   const cacheWrite = parts.cacheWrite ?? 0;
   const cacheRead = parts.cacheRead ?? 0;
+  const cacheWrite1h = Math.min(parts.cacheWrite1h ?? 0, cacheWrite);
   return {
     input_tokens: parts.input === null ? null : parts.input + cacheWrite + cacheRead,
     cache_read_tokens: cacheRead,
     cache_write_tokens: cacheWrite,
+    ...(cacheWrite1h > 0 ? { cache_write_1h_tokens: cacheWrite1h } : {}),
     output_tokens: parts.output,
     reasoning_tokens: null, // Anthropic counts thinking inside output_tokens and does not split it out
   };

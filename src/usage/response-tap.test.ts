@@ -379,6 +379,41 @@ describe('createResponseTap on JSON bodies', () => {
       source: 'provider',
       model: 'claude-3-5-haiku-20241022',
     });
+    expect(message.usage.cache_write_1h_tokens).toBeUndefined();
+  });
+
+  it("keeps Anthropic's 1-hour cache writes apart, from a message and from a stream", () => {
+    const usage = {
+      input_tokens: 3,
+      cache_creation_input_tokens: 2000,
+      cache_creation: { ephemeral_5m_input_tokens: 1500, ephemeral_1h_input_tokens: 500 },
+      cache_read_input_tokens: 0,
+      output_tokens: 9,
+    };
+    const expected = { input_tokens: 2003, cache_write_tokens: 2000, cache_write_1h_tokens: 500 };
+    const message = runTap({
+      info: request('anthropic', '/v1/messages', { model: 'claude-haiku-4-5', messages: [] }),
+      headers: JSON_TYPE,
+      chunks: [json({ type: 'message', model: 'claude-haiku-4-5', content: [], usage })],
+    });
+    expect(message.usage).toMatchObject({ ...expected, source: 'provider' });
+
+    const sse = (event: string, data: object) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+    const streamed = runTap({
+      info: request('anthropic', '/v1/messages', { model: 'claude-haiku-4-5', messages: [], stream: true }),
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [
+        Buffer.from(
+          sse('message_start', {
+            type: 'message_start',
+            message: { model: 'claude-haiku-4-5', usage: { ...usage, output_tokens: 1 } },
+          }) +
+            sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage }) +
+            sse('message_stop', { type: 'message_stop' }),
+        ),
+      ],
+    });
+    expect(streamed.usage).toMatchObject({ ...expected, output_tokens: 9, source: 'provider' });
   });
 
   it('says none for non-LLM endpoints and for provider error responses', () => {

@@ -8,6 +8,7 @@ import { collectResponseText, estimateRequestTokens, OutputCounter } from './est
 import {
   anthropicCounts,
   classifyEndpoint,
+  emptyAnthropicParts,
   findUsageObject,
   isRecord,
   mergeAnthropicUsage,
@@ -134,7 +135,7 @@ function readJson(provider: RequestInfo['provider'], body: HeadTail, output: Out
     const counts = normalizeOpenAIUsage(usage);
     return { counts, anthropic: null, model, final: counts !== null };
   }
-  const parts: AnthropicParts = { input: null, cacheWrite: null, cacheRead: null, output: null };
+  const parts = emptyAnthropicParts();
   const seen = mergeAnthropicUsage(parts, usage);
   return { counts: null, anthropic: seen ? parts : null, model, final: seen };
 }

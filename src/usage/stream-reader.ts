@@ -1,6 +1,7 @@
 /** Usage and generated text from an SSE stream, one complete event at a time. */
 import { addAnthropicBlockText, addDeltaText, type OutputCounter } from './estimate.js';
 import {
+  emptyAnthropicParts,
   findUsageObject,
   isRecord,
   mergeAnthropicUsage,
@@ -58,7 +59,7 @@ export function createStreamReader(endpoint: Endpoint, output: OutputCounter): S
   const splitter = new SseSplitter(MAX_EVENT_BYTES);
   let counts: TokenCounts | null = null;
   let model: string | null = null;
-  const parts: AnthropicParts = { input: null, cacheWrite: null, cacheRead: null, output: null };
+  const parts = emptyAnthropicParts();
   let anthropicSeen = false;
   let anthropicFinal = false;
 

@@ -5,6 +5,8 @@ export interface Usage {
   input_tokens: number | null; // all prompt tokens, cache reads and writes included
   cache_read_tokens: number | null;
   cache_write_tokens: number | null;
+  /** Of cache_write_tokens, those written with Anthropic's 1-hour TTL (billed at twice the input rate). */
+  cache_write_1h_tokens?: number;
   output_tokens: number | null;
   reasoning_tokens: number | null;
   source: UsageSource;

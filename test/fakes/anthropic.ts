@@ -18,6 +18,8 @@ export interface FakeAnthropicUsage {
   input_tokens: number;
   output_tokens: number;
   cache_creation_input_tokens: number;
+  /** Of cache_creation_input_tokens, those written with the 1-hour TTL (the rest: 5 minutes). */
+  cache_creation_1h_input_tokens: number;
   cache_read_input_tokens: number;
 }
 
@@ -33,6 +35,7 @@ export const DEFAULT_ANTHROPIC_USAGE: FakeAnthropicUsage = {
   input_tokens: 25,
   output_tokens: 15,
   cache_creation_input_tokens: 5,
+  cache_creation_1h_input_tokens: 0,
   cache_read_input_tokens: 10,
 };
 const DEFAULT_MODELS = ['claude-sonnet-5-5', 'claude-opus-5-5'];
@@ -88,8 +91,8 @@ function fullUsage(u: FakeAnthropicUsage, outputTokens: number): Record<string, 
     cache_creation_input_tokens: u.cache_creation_input_tokens,
     cache_read_input_tokens: u.cache_read_input_tokens,
     cache_creation: {
-      ephemeral_5m_input_tokens: u.cache_creation_input_tokens,
-      ephemeral_1h_input_tokens: 0,
+      ephemeral_5m_input_tokens: u.cache_creation_input_tokens - u.cache_creation_1h_input_tokens,
+      ephemeral_1h_input_tokens: u.cache_creation_1h_input_tokens,
     },
     output_tokens: outputTokens,
     service_tier: 'standard',
