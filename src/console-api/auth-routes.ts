@@ -39,9 +39,14 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     // "invite": only the very first account may sign up (bootstrap); everyone else via the CLI.
     if (ctx.config.signup === 'closed') throw new ApiError(403, 'signup_closed', 'Sign-up is closed.');
     const body = parseInput(credentials, request.body);
+    // 409 email_taken says an address has an account: counted like a login attempt, so addresses cannot be
+    // tested at volume. A successful sign-up takes its attempt back, as a login does.
+    const subject = { email: normalizeEmail(body.email), ip: request.ip };
+    const attemptId = await attemptOrRefuse(ctx, subject);
     const { account, key } = await createAccount(ctx.keys, body, {
       onlyIfFirst: ctx.config.signup === 'invite',
     });
+    await ctx.throttle.recordSuccess(subject, attemptId);
     await startSession(ctx, request, reply, account.id);
     return reply.code(201).send({ account: accountView(account), key: createdKeyView(key) });
   });
