@@ -92,27 +92,16 @@ describe('login throttling', () => {
   it('counts sign-ups with a taken email like failed logins, and successful ones not at all', async () => {
     const s = await start({ trustProxy: true, throttle: new MemoryLoginThrottle(limits) });
     const c = s.client();
-    const ip = { 'x-forwarded-for': '10.7.7.7' };
-    for (let i = 0; i < 6; i++) {
-      const r = await c.post('/signup', { email: `new${i}@example.com`, password: PASSWORD }, ip);
-      expect(r.status).toBe(201);
-    }
-    for (let i = 0; i < 5; i++) {
-      const r = await c.post('/signup', { email: `new${i}@example.com`, password: PASSWORD }, ip);
-      expect(r.status).toBe(409);
-    }
+    const signup = (email: string, ip = '10.7.7.7') =>
+      c.post('/signup', { email, password: PASSWORD }, { 'x-forwarded-for': ip });
+    for (let i = 0; i < 6; i++) expect((await signup(`new${i}@example.com`)).status).toBe(201);
+    for (let i = 0; i < 5; i++) expect((await signup(`new${i}@example.com`)).status).toBe(409);
     // Six new accounts and five probes of existing addresses: the probes filled this IP's window.
-    const probe = await c.post('/signup', { email: 'new5@example.com', password: PASSWORD }, ip);
+    const probe = await signup('new5@example.com');
     expect(probe.status).toBe(429);
     expect(probe.json.error.code).toBe('too_many_attempts');
-    const fresh = await c.post('/signup', { email: 'other@example.com', password: PASSWORD }, ip);
-    expect(fresh.status).toBe(429);
-    const elsewhere = await c.post(
-      '/signup',
-      { email: 'other@example.com', password: PASSWORD },
-      { 'x-forwarded-for': '10.7.7.8' },
-    );
-    expect(elsewhere.status).toBe(201);
+    expect((await signup('other@example.com')).status).toBe(429);
+    expect((await signup('other@example.com', '10.7.7.8')).status).toBe(201);
   });
 
   it('clears an account’s failures after a successful login', async () => {
