@@ -235,6 +235,8 @@ export function renderFooter(
     '',
     '* CPU per request: the fake upstream for "direct", the proxy process otherwise. "added" = keyrelay − direct.',
     `  Latency runs from the intended send time (open loop). Median of ${meta.options.reps} repetition(s).`,
+    '  "direct" CPU per request is the fake upstream\'s own, with no proxy code in it: the speed of the machine.',
+    '  On a shared VM it can double for minutes and every column slows with it; compare runs at similar values.',
   ];
   for (const [id, { sent, log }] of Object.entries(logRows)) {
     if (!log) {
