@@ -28,12 +28,13 @@ function exposeGc(): () => void {
 }
 
 export interface IdleReclaimOptions {
-  /**
-   * How often the event loop's utilisation is sampled; a sample under `quietUtilization` is a quiet one.
-   * 10 %: V8's own memory reducer takes ~65 ms some seconds into a pause, which must not count as traffic;
-   * a process at a tenth of its capacity does not feel one collection.
-   */
+  /** How often the event loop's utilisation is sampled. */
   everyMs?: number;
+  /**
+   * A sample under this utilisation is a quiet one. 10 %: V8's own memory reducer takes ~65 ms some seconds
+   * into a pause, which must not count as traffic; a process at a tenth of its capacity does not feel one
+   * collection.
+   */
   quietUtilization?: number;
   /** How long the process must have been quiet before it is collected. */
   idleMs?: number;
@@ -100,6 +101,7 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   timer.unref();
   return { stop: () => clearInterval(timer) };
 }
+
 function youngGenerationBytes(): number {
   return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 }
