@@ -63,6 +63,7 @@ export const DEFAULT_RESPONSES_USAGE = {
 /** 1.2 KB of deterministic "audio" (base64), as audio deltas carry. */
 export const FAKE_AUDIO = createHash('sha512').update('audio').digest().toString('base64').repeat(14);
 
+/** Per connection, so the same conversation yields the same ids (runs are compared by hash). */
 let seq = 0;
 const evt = () => `event_fake_${++seq}`;
 
@@ -119,6 +120,7 @@ export function attachFakeOpenAIWs(server: Server): FakeWs {
       socket: ws,
     };
     fake.connections.push(conn);
+    seq = 0;
     const realtime = url.startsWith('/v1/realtime');
     const model = new URL(url, 'http://x').searchParams.get('model') ?? 'gpt-realtime';
     const send = (data: string | Buffer, binary = false) => {
