@@ -176,7 +176,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       // Stop accepting; keep-alive connections with nothing in flight are closed now.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Upgraded sockets hold server.close() open until they end: the drain deadline, then 1001.
-      const socketsDrained = sockets!.drain(config.drainTimeoutMs);
+      const socketsDrained = sockets.drain(config.drainTimeoutMs);
       server.closeIdleConnections();
       // A connection whose last response finishes during the drain becomes idle later: close those too, or
       // every drain would last until the deadline.

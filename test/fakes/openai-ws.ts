@@ -164,11 +164,11 @@ export function attachFakeOpenAIWs(server: Server): FakeWs {
           });
         }
         case 'fake.close':
-          return ws.close(Number(msg.code ?? 1000), String(msg.reason ?? ''));
+          return ws.close(Number(msg.code ?? 1000), typeof msg.reason === 'string' ? msg.reason : '');
         case 'fake.drop':
           return ws.terminate();
         case 'fake.ping':
-          return ws.ping(Buffer.from(String(msg.data ?? '')));
+          return ws.ping(Buffer.from(typeof msg.data === 'string' ? msg.data : ''));
         case 'fake.fragmented': {
           const parts = (msg.parts as string[]) ?? [];
           parts.forEach((p, i) => ws.send(p, { fin: i === parts.length - 1 }));

@@ -151,7 +151,7 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
         request.path = path;
         request.end();
       },
-    } as WebSocket.ClientOptions);
+    });
     let upgradeHeaders: IncomingMessage['headers'] = {};
     let chosen: string | undefined;
     upstream.once('upgrade', (res) => {
