@@ -6,7 +6,7 @@
  * socket is one more row.
  */
 import { createHash } from 'node:crypto';
-import { connect, type NetConnectOpts } from 'node:net';
+import { connect } from 'node:net';
 import { calcPrice } from '@pydantic/genai-prices';
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
@@ -51,8 +51,7 @@ async function rowsOf(accountId: string, connectionId?: string, count = 1): Prom
 }
 
 /** The SDK's Realtime client speaks wss://; the test servers are plain TCP, so its socket is plain too. */
-const plainSocket = (o: NetConnectOpts & { host?: string; port?: number }) =>
-  connect({ host: o.host, port: o.port });
+const plainSocket = (o: { host?: string; port?: number }) => connect({ host: o.host!, port: o.port! });
 
 async function realtimeConversation(baseURL: string, headers: Record<string, string>) {
   const client = new OpenAI({ apiKey: API_KEY, baseURL });
@@ -217,7 +216,8 @@ describe('Responses WebSocket mode through the official client', () => {
 
     const rows = (await rowsOf(v.accountId, undefined, 4)).filter((r) => r.method === 'WS');
     const order = ['one', 'two', 'three'];
-    const input = (r: RequestLogRow) => order.indexOf((JSON.parse(r.request_body!) as { input: string }).input);
+    const input = (r: RequestLogRow) =>
+      order.indexOf((JSON.parse(r.request_body!) as { input: string }).input);
     rows.sort((a, b) => input(a) - input(b));
     expect(rows.map((r) => [r.model, r.outcome, r.status])).toEqual([
       ['gpt-4o-mini', 'ok', 200],
