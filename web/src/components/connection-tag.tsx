@@ -2,7 +2,9 @@
 import { Link } from '../router.js';
 import type { LogLine } from '../lib/connections.js';
 
-export function ConnectionTag({ line }: { line: LogLine<{ id: string; connection_id?: string | null }> }) {
+type TagProps = Omit<LogLine<unknown>, 'row'> & { row: { id: string; connection_id?: string | null } };
+
+export function ConnectionTag(line: TagProps) {
   if (line.kind === 'plain') return null;
   const id = line.row.connection_id ?? line.row.id;
   const to = `/connections/${encodeURIComponent(id)}`;
@@ -31,6 +33,6 @@ export function ConnectionTag({ line }: { line: LogLine<{ id: string; connection
 }
 
 /** Class for a table row: responses nested under their socket are indented. */
-export function connectionRowClass(line: LogLine<unknown>): string {
-  return line.kind === 'response' ? 'row-socket-response' : line.kind === 'socket' ? 'row-socket' : '';
+export function connectionRowClass(kind: LogLine<unknown>['kind']): string {
+  return kind === 'response' ? 'row-socket-response' : kind === 'socket' ? 'row-socket' : '';
 }

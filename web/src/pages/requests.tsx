@@ -144,51 +144,49 @@ export function RequestsPage() {
                 {!first.data ? (
                   <SkeletonRows cols={8} rows={8} />
                 ) : (
-                  groupByConnection(rows)
-                    .map((line) => ({ r: line.row, line }))
-                    .map(({ r, line }) => (
-                      <tr
-                        key={r.id}
-                        className={`clickable ${connectionRowClass(line)}`}
-                        onClick={() => navigate(`/requests/${encodeURIComponent(r.id)}`)}
-                      >
-                        <td className="nowrap c-time">
-                          <Link
-                            className="row-link"
-                            to={`/requests/${encodeURIComponent(r.id)}`}
-                            onClick={(e) => e.stopPropagation()}
-                          >
-                            {formatDateTime(r.created_at)}
-                          </Link>
-                        </td>
-                        <td className="c-key">
-                          {keyNames.get(r.key_id) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>}
-                        </td>
-                        <td className="c-provider">{PROVIDER_LABELS[r.provider] ?? r.provider}</td>
-                        <td className="model-cell c-model">
-                          {r.model ?? <span className="muted">{r.path}</span>}
-                          {r.stream && !r.connection_id && <span className="tag">stream</span>}
-                          <ConnectionTag line={line} />
-                        </td>
-                        <td className="c-status">
-                          <span className="status-badges">
-                            <StatusBadge status={r.status} outcome={r.outcome} />
-                            <ErrorCodeBadge code={r.error_code} />
-                          </span>
-                        </td>
-                        <td className="num nowrap c-tokens">
-                          <Tokens r={r} />
-                        </td>
-                        <td className={`num nowrap c-cost ${r.cost_usd === null ? 'muted' : ''}`}>
-                          {/* A refusal never reached the provider: no cost, rather than an unknown one. */}
-                          {/* A socket's own row has none either: its responses carry the cost. */}
-                          {(r.outcome === 'refused' || line.kind === 'socket') && r.cost_usd === null
-                            ? '—'
-                            : formatCost(r.cost_usd)}
-                        </td>
-                        <td className="num nowrap c-latency">{formatMs(r.latency_ms)}</td>
-                      </tr>
-                    ))
+                  groupByConnection(rows).map(({ row: r, ...line }) => (
+                    <tr
+                      key={r.id}
+                      className={`clickable ${connectionRowClass(line.kind)}`}
+                      onClick={() => navigate(`/requests/${encodeURIComponent(r.id)}`)}
+                    >
+                      <td className="nowrap c-time">
+                        <Link
+                          className="row-link"
+                          to={`/requests/${encodeURIComponent(r.id)}`}
+                          onClick={(e) => e.stopPropagation()}
+                        >
+                          {formatDateTime(r.created_at)}
+                        </Link>
+                      </td>
+                      <td className="c-key">
+                        {keyNames.get(r.key_id) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>}
+                      </td>
+                      <td className="c-provider">{PROVIDER_LABELS[r.provider] ?? r.provider}</td>
+                      <td className="model-cell c-model">
+                        {r.model ?? <span className="muted">{r.path}</span>}
+                        {r.stream && !r.connection_id && <span className="tag">stream</span>}
+                        <ConnectionTag row={r} {...line} />
+                      </td>
+                      <td className="c-status">
+                        <span className="status-badges">
+                          <StatusBadge status={r.status} outcome={r.outcome} />
+                          <ErrorCodeBadge code={r.error_code} />
+                        </span>
+                      </td>
+                      <td className="num nowrap c-tokens">
+                        <Tokens r={r} />
+                      </td>
+                      <td className={`num nowrap c-cost ${r.cost_usd === null ? 'muted' : ''}`}>
+                        {/* A refusal never reached the provider: no cost, rather than an unknown one. */}
+                        {/* A socket's own row has none either: its responses carry the cost. */}
+                        {(r.outcome === 'refused' || line.kind === 'socket') && r.cost_usd === null
+                          ? '—'
+                          : formatCost(r.cost_usd)}
+                      </td>
+                      <td className="num nowrap c-latency">{formatMs(r.latency_ms)}</td>
+                    </tr>
+                  ))
                 )}
               </tbody>
             </table>
