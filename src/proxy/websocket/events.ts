@@ -29,8 +29,8 @@ const TYPE_IN_PREFIX = /^\s*\{\s*"type"\s*:\s*"([^"\\]{1,80})"/;
  * The type of a server event, from its first bytes: OpenAI writes `type` first, and this runs on every
  * message (audio deltas included), where a full parse would cost more than the relay itself.
  */
-export function peekServerType(text: string): string | null {
-  const m = TYPE_IN_PREFIX.exec(text.length > PEEK_CHARS ? text.slice(0, PEEK_CHARS) : text);
+export function peekServerType(data: Buffer): string | null {
+  const m = TYPE_IN_PREFIX.exec(data.toString('latin1', 0, Math.min(data.length, PEEK_CHARS)));
   return m ? m[1]! : null;
 }
 
@@ -39,11 +39,11 @@ export function peekServerType(text: string): string | null {
  * escapes: a message that could be one (names it, or holds any \u escape) is parsed in full, so the limits
  * cannot be slipped past by reordering or escaping.
  */
-export function parseClientCreate(text: string): Record<string, unknown> | null {
-  if (!text.includes('response.create') && !text.includes('\\u')) return null;
+export function parseClientCreate(data: Buffer): Record<string, unknown> | null {
+  if (!data.includes('response.create') && !data.includes('\\u')) return null;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(data.toString('utf8'));
   } catch {
     return null;
   }

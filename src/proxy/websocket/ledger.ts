@@ -112,9 +112,12 @@ export class SocketLedger {
   }
 
   /** Every server message as text (binary ones are not events). */
-  onServerText(text: string, bytes: number): void {
-    const type = peekServerType(text);
+  onServerText(data: Buffer): void {
+    const type = peekServerType(data);
     if (type === null) return;
+    const bytes = data.length;
+    // Only the events read below are decoded in full; deltas and everything else never are.
+    const json = () => parseJsonObject(data.toString('utf8'));
     const now = performance.now();
     if (type.endsWith('.delta')) {
       const p = this.current(null);
@@ -125,12 +128,12 @@ export class SocketLedger {
       return;
     }
     if (type === 'session.created' || type === 'session.updated') {
-      const session = parseJsonObject(text)?.session as { model?: unknown } | undefined;
+      const session = json()?.session as { model?: unknown } | undefined;
       if (typeof session?.model === 'string' && session.model) this.model = session.model;
       return;
     }
     if (type === 'response.created') {
-      const response = parseJsonObject(text)?.response as Record<string, unknown> | undefined;
+      const response = json()?.response as Record<string, unknown> | undefined;
       const rid = typeof response?.id === 'string' ? response.id : null;
       let p = this.pending.find((x) => x.responseId === null);
       if (!p) {
@@ -143,7 +146,7 @@ export class SocketLedger {
       return;
     }
     if (END_EVENTS.has(type)) {
-      const event = parseJsonObject(text);
+      const event = json();
       const response = (event?.response ?? {}) as Record<string, unknown>;
       const rid = typeof response.id === 'string' ? response.id : null;
       const p = this.take(rid) ?? this.newPending(now, this.model);
@@ -162,7 +165,7 @@ export class SocketLedger {
     }
     if (type === 'error') {
       // Upstream refused a response.create (bad parameters, its own rate limit): that request's row.
-      const event = parseJsonObject(text);
+      const event = json();
       const err = (event?.error ?? {}) as { event_id?: unknown };
       const byId =
         typeof err.event_id === 'string'

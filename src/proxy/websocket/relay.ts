@@ -41,6 +41,9 @@ export interface RelayStats {
   bytesOut: number;
 }
 
+/** While a side is paused, how often the other side's buffer is checked (only paused sockets poll). */
+const DRAIN_CHECK_MS = 10;
+
 /** How long a side gets to answer our close frame before its socket is destroyed. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -61,8 +64,6 @@ export class Relay {
   private end: RelayEnd | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
   private lastActivity = Date.now();
-  /** Bytes handed to each side's ws but not yet written to its socket. */
-  private queued: Record<Side, number> = { caller: 0, upstream: 0 };
   private paused: Record<Side, boolean> = { caller: false, upstream: false };
 
   constructor(
@@ -107,23 +108,29 @@ export class Relay {
   private forward(to: Side, data: Buffer, binary: boolean): void {
     const ws = this.socketOf(to);
     if (ws.readyState !== 1) return;
-    this.queued[to] += data.length;
-    ws.send(data, { binary }, () => {
-      this.queued[to] -= data.length;
-      if (this.paused[other(to)] && this.queued[to] <= this.limits.highWaterBytes / 2) this.resume(other(to));
-    });
-    if (this.queued[to] > this.limits.maxBufferBytes) {
+    ws.send(data, { binary });
+    // ws's bufferedAmount: bytes handed to it and not yet written to its socket (no callback per message).
+    const queued = ws.bufferedAmount;
+    if (queued > this.limits.maxBufferBytes) {
       const reason = to === 'caller' ? 'caller not reading' : 'upstream not reading';
       this.terminate(1008, `keyrelay: ${reason} (buffer cap)`, 'proxy_ws_buffer_exceeded');
-    } else if (this.queued[to] > this.limits.highWaterBytes && !this.paused[other(to)]) {
-      this.paused[other(to)] = true;
-      this.socketOf(other(to)).pause();
-    }
+    } else if (queued > this.limits.highWaterBytes && !this.paused[other(to)]) this.pause(other(to));
   }
 
-  private resume(side: Side): void {
-    this.paused[side] = false;
-    this.socketOf(side).resume();
+  /** Stops reading `side` until what waits for the other side is below half the high-water mark. */
+  private pause(side: Side): void {
+    this.paused[side] = true;
+    this.socketOf(side).pause();
+    const target = this.socketOf(other(side));
+    const check = setInterval(() => {
+      if (this.end || target.readyState !== 1) clearInterval(check);
+      else if (target.bufferedAmount <= this.limits.highWaterBytes / 2) {
+        clearInterval(check);
+        this.paused[side] = false;
+        this.socketOf(side).resume();
+      }
+    }, DRAIN_CHECK_MS);
+    check.unref();
   }
 
   private control(to: WebSocket, kind: 'ping' | 'pong', data: Buffer): void {
@@ -164,8 +171,7 @@ export class Relay {
     if (this.end) return;
     this.end = { by: 'keyrelay', code, reason, keyrelayCode, abnormal: false };
     for (const ws of [this.caller, this.upstream]) {
-      if (this.queued[ws === this.caller ? 'caller' : 'upstream'] > this.limits.maxBufferBytes)
-        ws.terminate();
+      if (ws.bufferedAmount > this.limits.maxBufferBytes) ws.terminate();
       else closeWithGrace(ws, code, reason);
     }
   }

@@ -46,10 +46,9 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
   let expiryTimer: NodeJS.Timeout | null = null;
 
   const relay = new Relay(caller, upstream, ctx.config.ws, {
-    fromCaller(data, isBinary) {
+    fromCaller(data) {
       if (facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
-      const text = isBinary ? data.toString('utf8') : data.toString('utf8');
-      const event = parseClientCreate(text);
+      const event = parseClientCreate(data);
       if (!event) return true;
       const model = ledger.modelOf(event);
       const refusal = ctx.limits.check(facts.key, facts.provider, model, 'POST');
@@ -72,7 +71,7 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
       return false;
     },
     fromUpstream(data, isBinary) {
-      if (facts.protocol !== 'other' && !isBinary) ledger.onServerText(data.toString('utf8'), data.length);
+      if (facts.protocol !== 'other' && !isBinary) ledger.onServerText(data);
     },
     closed(end) {
       if (expiryTimer) clearTimeout(expiryTimer);
