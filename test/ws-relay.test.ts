@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
+import { rawExchange, rawHead } from './helpers/raw-http.js';
 import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
 
 let h: Harness;
@@ -262,5 +263,55 @@ describe('closing', () => {
     await until(() => up.closed !== undefined);
     expect(up.closed!.at - cutAt).toBeLessThan(100);
     expect(up.closed!.code).toBe(1001);
+  });
+});
+
+describe('requests with an Upgrade header that are not WebSocket handshakes', () => {
+  it('are served as plain requests (curl --http2 sends Upgrade: h2c), body included', async () => {
+    const get = await rawExchange(
+      h.kr.port,
+      rawHead('GET /api/proxy/openai/v1/models HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'Connection: Upgrade, HTTP2-Settings',
+        'Upgrade: h2c',
+        'HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA',
+      ]),
+    );
+    expect(get.status).toBe(200);
+    const before = h.openai.requests.length;
+    // Large enough to arrive in several reads after the head.
+    const body = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'h2c ✓'.repeat(50_000) }],
+    });
+    const post = await rawExchange(
+      h.kr.port,
+      rawHead('POST /api/proxy/openai/v1/chat/completions HTTP/1.1', [
+        'Host: keyrelay.test',
+        `proxy-api-key: ${key}`,
+        'content-type: application/json',
+        `content-length: ${Buffer.byteLength(body)}`,
+        'Connection: Upgrade',
+        'Upgrade: h2c',
+      ]) + body,
+    );
+    expect(post.status).toBe(200);
+    expect(h.openai.requests[before]!.body.toString()).toBe(body);
+    const health = await rawExchange(
+      h.kr.port,
+      rawHead('GET /healthz HTTP/1.1', ['Host: keyrelay.test', 'Connection: Upgrade', 'Upgrade: h2c']),
+    );
+    expect(health.status).toBe(200);
+  });
+
+  it('refuses a duplicate Authorization on a handshake with 400, before anything goes upstream', async () => {
+    const before = h.openai.ws.connections.length;
+    const r = await mustRefuse(
+      openWs(wsUrl(h.url, RT), { headers: { 'proxy-api-key': key, authorization: [AUTH, AUTH] as never } }),
+    );
+    expect(r.status).toBe(400);
+    expect(r.headers['x-keyrelay-error']).toBe('proxy_bad_request');
+    expect(h.openai.ws.connections.length).toBe(before);
   });
 });

@@ -34,6 +34,7 @@ import {
   writeRefusal,
 } from './handshake.js';
 import { SocketLedger, type SocketFacts } from './ledger.js';
+import { servePlain } from './plain-fallback.js';
 import { openSocket, type OpenSocket } from './session.js';
 
 export interface WsProxyContext extends RowContext {
@@ -80,6 +81,8 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {});
     const url = req.url ?? '';
+    // Not a WebSocket handshake (h2c, or a stray Upgrade header): served as the plain request it also is.
+    if (handshakeProblem(req)) return servePlain(server, req, socket, head, ctx.config.maxBodyBytes);
     if (!url.startsWith(PROXY_PREFIX)) {
       const body = Buffer.from(JSON.stringify({ error: { code: 'not_found', message: 'Not found.' } }));
       return writeRawResponse(socket, 404, [['content-type', 'application/json']], body);
@@ -105,8 +108,6 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
     const provider = target.provider;
     const path = target.path + target.query;
     const bad = (detail: string) => new ProxyError('proxy_bad_request', detail);
-    const problem = handshakeProblem(req);
-    if (problem) return writeRefusal(socket, provider, bad(problem), id);
     const dup = findDuplicateSingleton(req.rawHeaders);
     if (dup) return writeRefusal(socket, provider, bad(`Duplicate ${dup} header.`), id);
     const offered = splitProtocols(req.headers['sec-websocket-protocol']);
