@@ -264,3 +264,31 @@ describe('Responses WebSocket mode through the official client', () => {
     expect(rows.filter((r) => r.method === 'WS').every((r) => r.input_tokens === 150)).toBe(true);
   });
 });
+
+describe('responses cut short', () => {
+  it('a response still open when the caller leaves, or when upstream drops, is still one row', async () => {
+    const { openWs, mustOpen, wsUrl } = await import('./helpers/ws.js');
+    const v = await h.newUser();
+    const path = '/api/proxy/openai/v1/realtime?model=gpt-realtime';
+    const headers = { 'proxy-api-key': v.key, authorization: `Bearer ${API_KEY}` };
+    const c1 = await mustOpen(openWs(wsUrl(h.url, path), { headers }));
+    c1.ws.send(JSON.stringify({ type: 'response.create', event_id: 'held', fake: { hold: true } }));
+    await c1.waitFor((e) => e.type === 'response.output_text.delta');
+    c1.ws.close(1000, 'leaving');
+    const c2 = await mustOpen(openWs(wsUrl(h.url, path), { headers }));
+    c2.ws.send(JSON.stringify({ type: 'response.create', event_id: 'dropped', fake: { hold: true } }));
+    await c2.waitFor((e) => e.type === 'response.output_text.delta');
+    c2.ws.send(JSON.stringify({ type: 'fake.drop' }));
+    expect((await c2.closed).code).toBe(1011);
+    const rows = (await rowsOf(v.accountId, undefined, 4)).filter((r) => r.method === 'WS');
+    const byEvent = (id: string) => rows.find((r) => JSON.parse(r.request_body!).event_id === id)!;
+    expect(byEvent('held')).toMatchObject({
+      outcome: 'client_aborted',
+      status: 0,
+      usage_source: 'none',
+      cost_usd: null,
+    });
+    expect(byEvent('held').ttfb_ms).not.toBeNull();
+    expect(byEvent('dropped')).toMatchObject({ outcome: 'upstream_error', status: 0, usage_source: 'none' });
+  });
+});

@@ -69,6 +69,9 @@ describe('handshake', () => {
       expect(names).not.toContain(gone);
     expect(up.headers.host).toBe(`127.0.0.1:${h.openai.port}`);
     expect(c.upgradeHeaders['x-keyrelay-connection-id']).toMatch(/^[0-9A-Za-z]+$/);
+    // Upstream's own 101 headers reach the caller, minus set-cookie (SPEC §2's response rule).
+    expect(c.upgradeHeaders['x-request-id']).toBe('req_fake_ws');
+    expect(c.upgradeHeaders['set-cookie']).toBeUndefined();
     c.ws.close();
     await c.closed;
   });

@@ -4,7 +4,7 @@
  *
  * A `response.create` may carry a `fake` member steering the answer: `usage` (the end event's usage),
  * `status` (`failed`, `incomplete`), `deltas` (text deltas, default 3), `audio` (audio deltas too),
- * `error` (answer with an error event instead). Control messages: `fake.close` {code, reason},
+ * `error` (answer with an error event instead), `hold` (start it, never finish). Control messages: `fake.close` {code, reason},
  * `fake.drop`, `fake.ping` {data}, `fake.flood` {count, size}, `fake.fragmented` {parts}. Any other
  * message, and every binary one, is echoed back as it came (binary stays binary).
  * Refusing the upgrade: the `x-fake-ws-refuse: <status>` request header.
@@ -73,6 +73,8 @@ export function attachFakeOpenAIWs(server: Server): FakeWs {
     maxPayload: 64 * 1024 * 1024,
     handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false),
   });
+  // Upstream's own headers on the 101, as OpenAI sends a request id.
+  wss.on('headers', (headers) => headers.push('x-request-id: req_fake_ws', 'set-cookie: upstream=1'));
   const fake: FakeWs = {
     connections: [],
     refused: [],
@@ -205,6 +207,8 @@ interface FakeSteer {
   deltas?: number;
   audio?: boolean;
   error?: boolean;
+  /** Start the response (created, deltas) and never finish it. */
+  hold?: boolean;
 }
 
 function answerRealtime(msg: Record<string, unknown>, json: Send, model: string): void {
@@ -249,6 +253,7 @@ function answerRealtime(msg: Record<string, unknown>, json: Send, model: string)
         delta: FAKE_AUDIO,
       });
   }
+  if (f.hold) return;
   json({
     type: 'response.done',
     event_id: evt(),

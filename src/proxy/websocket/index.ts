@@ -200,7 +200,14 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
         });
       });
       upstream.once('error', (err) => {
-        if (socket.destroyed) return resolve('failed');
+        if (socket.destroyed) {
+          // The caller left while upstream was being reached (its close terminated the attempt).
+          if (ledger)
+            emit(
+              ledger.socketRow({ ...emptySocket(), status: 0, outcome: 'client_aborted', errorCode: null }),
+            );
+          return resolve('failed');
+        }
         const timeout = /timed out/i.test(err.message);
         ctx.metrics.upstreamErrors.inc({ provider, kind: timeout ? 'timeout' : 'connect' });
         const e = new ProxyError(timeout ? 'proxy_upstream_timeout' : 'proxy_upstream_unreachable');
@@ -257,7 +264,8 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
   }
 
   function emit(row: RequestLogRow): void {
-    observeRow(ctx.metrics, row);
+    // A relayed socket's row would put its lifetime (minutes, hours) into the request latency histogram.
+    if (row.status !== 101) observeRow(ctx.metrics, row);
     ctx.record(row);
     ctx.limits.record(row);
   }

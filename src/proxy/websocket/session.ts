@@ -53,6 +53,7 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
       const model = ledger.modelOf(event);
       const refusal = ctx.limits.check(facts.key, facts.provider, model, 'POST');
       if (!refusal) {
+        ctx.lastUsed.mark(facts.key.id, new Date().toISOString()); // a socket may live for hours
         ledger.onCreate(event, data.length);
         return true;
       }
