@@ -4,6 +4,7 @@
  * every kind both ways, ping/pong, close codes both ways, drops on either side.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { rawExchange, rawHead } from './helpers/raw-http.js';
 import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
@@ -255,6 +256,25 @@ describe('closing', () => {
     const end = await c.closed;
     expect(end.code).toBe(1011);
     expect(end.reason).toMatch(/upstream/);
+  });
+
+  it('a caller that leaves during the upstream handshake abandons it, and is logged', async () => {
+    const u = await h.newUser();
+    const before = h.openai.ws.abandoned.length;
+    const ws = new WebSocket(wsUrl(h.url, RT), {
+      headers: { 'proxy-api-key': u.key, authorization: AUTH, 'x-fake-ws-delay-ms': '300' },
+    });
+    ws.on('error', () => {});
+    await new Promise((r) => setTimeout(r, 100));
+    ws.terminate(); // drops the TCP connection while keyrelay waits for upstream
+    await until(() => h.openai.ws.abandoned.length > before, 3000);
+    let row;
+    for (let i = 0; i < 100 && !row; i++) {
+      await h.flushLog();
+      row = (await h.kr.services.logStore.listRequests({ account_id: u.accountId }, { limit: 5 })).items[0];
+      if (!row) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(row).toMatchObject({ method: 'GET', status: 0, outcome: 'client_aborted' });
   });
 
   it('a caller that goes away closes upstream within 100 ms', async () => {

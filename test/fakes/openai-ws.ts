@@ -7,7 +7,7 @@
  * `error` (answer with an error event instead), `hold` (start it, never finish). Control messages: `fake.close` {code, reason},
  * `fake.drop`, `fake.ping` {data}, `fake.flood` {count, size}, `fake.fragmented` {parts}. Any other
  * message, and every binary one, is echoed back as it came (binary stays binary).
- * Refusing the upgrade: the `x-fake-ws-refuse: <status>` request header.
+ * Refusing the upgrade: the `x-fake-ws-refuse: <status>` request header; a slow answer: `x-fake-ws-delay-ms`.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
@@ -35,6 +35,8 @@ export interface FakeWs {
   connections: FakeWsConnection[];
   /** Upgrades refused by x-fake-ws-refuse. */
   refused: { url: string }[];
+  /** Handshakes (delayed by x-fake-ws-delay-ms) whose client left before the answer. */
+  abandoned: { url: string }[];
   waitForConnections(count: number, timeoutMs?: number): Promise<void>;
 }
 
@@ -78,6 +80,7 @@ export function attachFakeOpenAIWs(server: Server): FakeWs {
   const fake: FakeWs = {
     connections: [],
     refused: [],
+    abandoned: [],
     async waitForConnections(count, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;
       while (fake.connections.length < count) {
@@ -100,7 +103,20 @@ export function attachFakeOpenAIWs(server: Server): FakeWs {
       );
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, req));
+    const delay = Number(req.headers['x-fake-ws-delay-ms'] ?? 0);
+    if (delay <= 0) return wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, req));
+    // Reading while it waits, so that a client leaving is noticed.
+    let gone = false;
+    const early: Buffer[] = [];
+    const onData = (b: Buffer) => early.push(b);
+    socket.on('data', onData);
+    socket.once('end', () => (gone = true));
+    socket.once('close', () => (gone = true));
+    setTimeout(() => {
+      socket.off('data', onData);
+      if (gone) return void fake.abandoned.push({ url: req.url ?? '' });
+      wss.handleUpgrade(req, socket, Buffer.concat([head, ...early]), (ws) => onConnection(ws, req));
+    }, delay);
   });
 
   function onConnection(ws: WebSocket, req: IncomingMessage): void {

@@ -161,7 +161,18 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
       // ws checks the answer against the protocols it was given (none): the choice is passed on instead.
       delete res.headers['sec-websocket-protocol'];
     });
-    const callerGone = () => upstream.terminate();
+    // Read the caller's socket meanwhile: a paused socket never notices the caller leaving. Whatever it sends
+    // early is kept for ws (RFC 6455 forbids frames before the 101, but none may be lost).
+    const early: Buffer[] = [];
+    const onEarly = (b: Buffer) => early.push(b);
+    let gone = false;
+    const callerGone = () => {
+      gone = true;
+      upstream.terminate();
+      socket.destroy();
+    };
+    socket.on('data', onEarly);
+    socket.once('end', callerGone);
     socket.once('close', callerGone);
 
     const outcome = await new Promise<'open' | 'refused' | 'failed'>((resolve) => {
@@ -200,7 +211,7 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
         });
       });
       upstream.once('error', (err) => {
-        if (socket.destroyed) {
+        if (gone || socket.destroyed) {
           // The caller left while upstream was being reached (its close terminated the attempt).
           if (ledger)
             emit(
@@ -225,12 +236,16 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
         resolve('failed');
       });
     });
+    socket.off('end', callerGone);
     socket.off('close', callerGone);
     if (outcome !== 'open') return;
-    if (socket.destroyed || !socket.writable) {
+    const callerLeft = () => {
       upstream.terminate();
       emit(ledger!.socketRow({ ...emptySocket(), status: 0, outcome: 'client_aborted', errorCode: null }));
-      return;
+    };
+    if (socket.destroyed || !socket.writable || socket.readableEnded) {
+      socket.off('data', onEarly);
+      return callerLeft();
     }
     const ttfbMs = performance.now() - startedAt;
     extraHeaders.set(req, [
@@ -239,7 +254,18 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
       `x-keyrelay-connection-id: ${id}`,
     ]);
     if (chosen) chosenProtocol.set(req, chosen);
-    const caller = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
+    const caller = await new Promise<WebSocket | null>((resolve) => {
+      // ws destroys a socket it finds unusable without calling back.
+      const onClose = () => resolve(null);
+      socket.once('close', onClose);
+      // Same tick as ws attaching its own 'data' listener: nothing arrives in between.
+      socket.off('data', onEarly);
+      wss.handleUpgrade(req, socket, Buffer.concat([head, ...early]), (ws) => {
+        socket.off('close', onClose);
+        resolve(ws);
+      });
+    });
+    if (!caller) return callerLeft();
     const open = openSocket({
       ctx,
       caller,
