@@ -69,7 +69,7 @@ describe('a caller that stops reading', () => {
     const after = process.memoryUsage();
     const grown = after.rss - before.rss;
     const sentMb = (up.flooded * SIZE) / 1e6;
-     
+
     console.log(
       `flood paused after ${up.flooded}/${COUNT} messages (${sentMb.toFixed(1)} MB sent by upstream);` +
         ` test process RSS +${(grown / 1e6).toFixed(1)} MB, external +${((after.external - before.external) / 1e6).toFixed(1)} MB`,
