@@ -155,6 +155,17 @@ describe('refusals before the upgrade', () => {
     await refused(RT, { 'proxy-api-key': key }, 400, 'proxy_bad_request', [`keyrelay-key.${key}`]);
   });
 
+  it('a malformed subprotocol list', async () => {
+    const r = await mustRefuse(
+      openWs(wsUrl(h.url, '/'), {
+        rawPath: RT,
+        headers: { 'proxy-api-key': key, 'Sec-WebSocket-Protocol': 'realtime, bad proto' },
+      }),
+    );
+    expect(r.status).toBe(400);
+    expect(r.headers['x-keyrelay-error']).toBe('proxy_bad_request');
+  });
+
   it('bad paths and unknown providers', async () => {
     await refused('/api/proxy/openai/v1/%2e%2e/admin', { 'proxy-api-key': key }, 400, 'proxy_bad_request');
     await refused('/api/proxy/openai//evil.example/v1', { 'proxy-api-key': key }, 400, 'proxy_bad_request');

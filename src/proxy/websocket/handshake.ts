@@ -25,14 +25,21 @@ export interface OfferedProtocols {
   forward: string[];
   /** The keys found in `keyrelay-key.` entries (more than one is refused). */
   keys: string[];
+  /** Every entry a token (RFC 6455 §4.1), none repeated: what ws's server insists on after the fact. */
+  valid: boolean;
 }
 
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
 export function splitProtocols(header: string | string[] | undefined): OfferedProtocols {
-  const out: OfferedProtocols = { forward: [], keys: [] };
+  const out: OfferedProtocols = { forward: [], keys: [], valid: true };
+  const seen = new Set<string>();
   for (const line of Array.isArray(header) ? header : header ? [header] : []) {
     for (const raw of line.split(',')) {
       const p = raw.trim();
       if (!p) continue;
+      if (!TOKEN.test(p) || seen.has(p)) out.valid = false;
+      seen.add(p);
       if (p.startsWith(KEY_PROTOCOL_PREFIX)) out.keys.push(p.slice(KEY_PROTOCOL_PREFIX.length));
       else out.forward.push(p);
     }

@@ -111,6 +111,7 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
     const dup = findDuplicateSingleton(req.rawHeaders);
     if (dup) return writeRefusal(socket, provider, bad(`Duplicate ${dup} header.`), id);
     const offered = splitProtocols(req.headers['sec-websocket-protocol']);
+    if (!offered.valid) return writeRefusal(socket, provider, bad('Invalid Sec-WebSocket-Protocol.'), id);
     const header = req.headers['proxy-api-key'];
     const sources = offered.keys.length + (typeof header === 'string' ? 1 : 0);
     if (sources > 1) return writeRefusal(socket, provider, bad('The key was given more than once.'), id);
