@@ -136,6 +136,8 @@ describe('key changes close open sockets', () => {
     const c2 = await open(RESP, u.key);
     const bystander = await open(RT, other.key);
     const up = lastConn();
+    const metrics = await h.kr.services.metrics.registry.getSingleMetricAsString('keyrelay_websockets_open');
+    expect(metrics).toMatch(/keyrelay_websockets_open [3-9]/); // these three, and any still closing
     const t0 = Date.now();
     await revokeKey(deps(), null, u.keyId);
     const end = await c.closed;

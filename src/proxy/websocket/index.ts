@@ -9,6 +9,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
+import { Gauge } from 'prom-client';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { Config } from '../../config.js';
 import { ProxyError } from '../../errors.js';
@@ -77,6 +78,14 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
   const byKey = new Map<string, Set<OpenSocket>>();
   const handshakes = new Set<Promise<void>>();
   const closing = new Set<Promise<void>>();
+  new Gauge({
+    name: 'keyrelay_websockets_open',
+    help: 'WebSockets relayed right now (caller and upstream both open).',
+    registers: [ctx.metrics.registry],
+    collect() {
+      this.set(closing.size);
+    },
+  });
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {});
