@@ -75,12 +75,13 @@ describe('WebSockets across instances', () => {
     expect(rows.every((x) => x.ws_close_code === 1008)).toBe(true);
   }, 120_000);
 
-  it('without Redis, the database change feed closes them within a second too', async () => {
+  it('without Redis, the database change feed closes them within a second too; SIGTERM drains them', async () => {
     const env = {
       KEYRELAY_DATABASE_URL: db.url,
       KEYRELAY_OPENAI_UPSTREAM: openai.url,
       KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
       KEYRELAY_KEY_CACHE_TTL_MS: '60000',
+      KEYRELAY_DRAIN_TIMEOUT_MS: '500',
     };
     const [c1, c2] = await Promise.all([startInstance(env), startInstance(env)]);
     try {
@@ -104,6 +105,32 @@ describe('WebSockets across instances', () => {
         `change feed only: closed after p50 ${quantile(latencies, 0.5).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms`,
       );
       expect(Math.max(...latencies)).toBeLessThan(1000);
+
+      // SIGTERM: an open socket gets the drain timeout, then 1001; its rows reach the shared log.
+      const r = await admin.post('/keys', { name: 'sigterm' });
+      const k = r.json.key.key as string;
+      const c = await mustOpen(
+        openWs(wsUrl(c2.url, '/api/proxy/openai/v1/realtime?model=gpt-realtime'), {
+          headers: { 'proxy-api-key': k },
+        }),
+      );
+      c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'before-term' }));
+      await c.waitFor((e) => e.type === 'response.done');
+      const termAt = performance.now();
+      const exited = c2.stop();
+      const end = await c.closed;
+      expect(end).toMatchObject({ code: 1001, reason: 'keyrelay: shutting down' });
+      expect(performance.now() - termAt).toBeGreaterThanOrEqual(400);
+      expect(await exited).toBe(0);
+      const rows = await waitFor('the drained socket rows', async () => {
+        const page = await admin.get(`/requests?key_id=${r.json.key.id as string}`);
+        const items = page.json.items as { method: string; ws_close_code: number | null }[];
+        return items.length >= 2 ? items : undefined;
+      });
+      expect(rows.map((x) => [x.method, x.ws_close_code]).sort()).toEqual([
+        ['GET', 1001],
+        ['WS', null],
+      ]);
     } finally {
       await Promise.allSettled([c1.stop(), c2.stop()]);
     }
