@@ -11,7 +11,7 @@ import { revokeKey, rollKey, setKeyLimits } from '../src/keys/actions.js';
 import type { KeyLimits } from '../src/store/types.js';
 import type { RequestLogRow } from '../src/log/record.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
-import { mustOpen, openWs, wsUrl, type WsClient } from './helpers/ws.js';
+import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -123,6 +123,24 @@ describe('limits per response.create', () => {
     c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o', input: 'second' }));
     const err = await c.waitFor((e) => e.type === 'error');
     expect(err).toMatchObject({ status: 429, error: { code: 'proxy_budget_exceeded' } });
+    c.ws.close();
+    await c.closed;
+    // A new socket for the spent key is refused before the upgrade.
+    const r = await mustRefuse(openWs(wsUrl(h.url, RESP), { headers: { 'proxy-api-key': u.key } }));
+    expect(r.status).toBe(429);
+    expect(r.headers['x-keyrelay-error']).toBe('proxy_budget_exceeded');
+    expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('rate: opening a socket counts as a request; over the limit the upgrade is refused with 429', async () => {
+    const u = await userWith({ rate_limit_rpm: 1 });
+    const c = await open(RESP, u.key);
+    const r = await mustRefuse(openWs(wsUrl(h.url, RESP), { headers: { 'proxy-api-key': u.key } }));
+    expect(r.status).toBe(429);
+    expect(r.headers['x-keyrelay-error']).toBe('proxy_rate_limited');
+    expect(JSON.parse(r.body)).toMatchObject({
+      error: { type: 'keyrelay_error', code: 'proxy_rate_limited' },
+    });
     c.ws.close();
     await c.closed;
   });
