@@ -98,8 +98,23 @@ describe('handshake', () => {
     // The subprotocol upstream accepted is the caller's.
     expect(up.protocol).toBe('realtime');
     expect(c.ws.protocol).toBe('realtime');
+    const id = c.upgradeHeaders['x-keyrelay-connection-id'] as string;
     c.ws.close();
     await c.closed;
+    // The socket's row names the entries but keeps neither key; the OpenAI one is fingerprinted.
+    let row = null;
+    for (let i = 0; i < 100 && !row; i++) {
+      await h.flushLog();
+      const accountId = (await h.kr.services.keys.check(key)).key!.account_id;
+      row = await h.kr.services.logStore.getRequest(accountId, id);
+      if (!row) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(row!.request_headers['sec-websocket-protocol']).toBe(
+      'realtime, keyrelay-key.[redacted], openai-insecure-api-key.[redacted], openai-beta.realtime-v1',
+    );
+    expect(JSON.stringify(row)).not.toContain(key);
+    expect(JSON.stringify(row)).not.toContain('sk-test-browser');
+    expect(row!.credential_fingerprint).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('answers with no subprotocol when upstream chose none, as upstream would', async () => {
