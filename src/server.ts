@@ -133,22 +133,6 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     bodyTimeout: 0,
   });
 
-  const proxy = {
-    config,
-    keys,
-    lastUsed,
-    record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : () => {},
-    limits,
-    metrics,
-    dispatcher,
-    isDraining: () => draining,
-    inflight,
-    active,
-    bodyLogBytes: config.bodyLogBytes,
-    trustProxy: config.trustProxy,
-    fingerprint: fingerprinter(fingerprintKey),
-    cost: computeCost,
-  };
   const app = await buildApp({
     log,
     config,
@@ -158,9 +142,38 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     throttle,
     metrics,
     isDraining: () => draining,
-    proxy,
+    proxy: {
+      config,
+      keys,
+      lastUsed,
+      record: config.requestLog ? (row) => queue.push(row) : () => {},
+      limits,
+      metrics,
+      dispatcher,
+      isDraining: () => draining,
+      inflight,
+      active,
+      bodyLogBytes: config.bodyLogBytes,
+      trustProxy: config.trustProxy,
+      fingerprint: fingerprinter(fingerprintKey),
+      cost: computeCost,
+    },
   });
-  sockets = attachWebSocketProxy(app.server, { ...proxy, log });
+  // WebSockets under /api/proxy (src/proxy/websocket/), on the same services as the HTTP proxy.
+  sockets = attachWebSocketProxy(app.server, {
+    config,
+    keys,
+    lastUsed,
+    record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : () => {},
+    limits,
+    metrics,
+    log,
+    isDraining: () => draining,
+    bodyLogBytes: config.bodyLogBytes,
+    trustProxy: config.trustProxy,
+    fingerprint: fingerprinter(fingerprintKey),
+    cost: computeCost,
+  });
   bus.subscribe((e) => sockets?.onKeyEvent(e));
   const retention = startRetention(logStore, config, (err) => warn(err, 'retention prune failed'));
 
