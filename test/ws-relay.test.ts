@@ -109,12 +109,12 @@ describe('handshake', () => {
       row = await h.kr.services.logStore.getRequest(accountId, id);
       if (!row) await new Promise((r) => setTimeout(r, 20));
     }
-    expect(row!.request_headers['sec-websocket-protocol']).toBe(
+    expect(row.request_headers['sec-websocket-protocol']).toBe(
       'realtime, keyrelay-key.[redacted], openai-insecure-api-key.[redacted], openai-beta.realtime-v1',
     );
     expect(JSON.stringify(row)).not.toContain(key);
     expect(JSON.stringify(row)).not.toContain('sk-test-browser');
-    expect(row!.credential_fingerprint).toMatch(/^[0-9a-f]{32}$/);
+    expect(row.credential_fingerprint).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('answers with no subprotocol when upstream chose none, as upstream would', async () => {
