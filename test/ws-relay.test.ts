@@ -102,13 +102,17 @@ describe('handshake', () => {
     c.ws.close();
     await c.closed;
     // The socket's row names the entries but keeps neither key; the OpenAI one is fingerprinted.
-    let row = null;
-    for (let i = 0; i < 100 && !row; i++) {
-      await h.flushLog();
-      const accountId = (await h.kr.services.keys.check(key)).key!.account_id;
-      row = await h.kr.services.logStore.getRequest(accountId, id);
-      if (!row) await new Promise((r) => setTimeout(r, 20));
-    }
+    const accountId = (await h.kr.services.keys.check(key)).key!.account_id;
+    const readRow = async () => {
+      for (let i = 0; i < 100; i++) {
+        await h.flushLog();
+        const found = await h.kr.services.logStore.getRequest(accountId, id);
+        if (found) return found;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('no socket row');
+    };
+    const row = await readRow();
     expect(row.request_headers['sec-websocket-protocol']).toBe(
       'realtime, keyrelay-key.[redacted], openai-insecure-api-key.[redacted], openai-beta.realtime-v1',
     );
