@@ -206,6 +206,18 @@ console.log(
 console.log(renderFooter(report.meta, logRows, results, profile?.text ?? null));
 console.log(`\nJSON: ${outFile}`);
 
+// The WebSocket scenario (bench/websocket.ts: beside a bare ws relay), in its own processes, after the above.
+if (opts.keyrelay) {
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench/websocket.ts'), ...(opts.quick ? ['--quick'] : [])],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+    },
+  );
+}
+
 function gitCommit(): string | null {
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();

@@ -59,6 +59,12 @@ const schema = z.object({
   KEYRELAY_TRUST_PROXY: bool.default(false),
   KEYRELAY_SESSION_IDLE_HOURS: int(1).default(24),
   KEYRELAY_SESSION_MAX_DAYS: int(1).default(14),
+  // WebSockets (src/proxy/websocket/): largest message either way, silence before closing, buffering per
+  // direction (pause the sending side above the high-water mark, close both above the cap).
+  KEYRELAY_WS_MAX_MESSAGE_BYTES: int(1).default(16 * 1024 * 1024),
+  KEYRELAY_WS_IDLE_TIMEOUT_MS: int(1).default(600_000),
+  KEYRELAY_WS_HIGH_WATER_BYTES: int(1).default(1024 * 1024),
+  KEYRELAY_WS_MAX_BUFFER_BYTES: int(1).default(32 * 1024 * 1024),
   KEYRELAY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -91,6 +97,7 @@ export interface Config {
   sessionIdleMs: number;
   sessionMaxMs: number;
   logLevel: string;
+  ws: { maxMessageBytes: number; idleTimeoutMs: number; highWaterBytes: number; maxBufferBytes: number };
   /** Cookies get `Secure` when the console is served over HTTPS. */
   secureCookies: boolean;
 }
@@ -147,6 +154,12 @@ export function loadConfig(
     sessionIdleMs: e.KEYRELAY_SESSION_IDLE_HOURS * 3_600_000,
     sessionMaxMs: e.KEYRELAY_SESSION_MAX_DAYS * 86_400_000,
     logLevel: e.KEYRELAY_LOG_LEVEL,
+    ws: Object.freeze({
+      maxMessageBytes: e.KEYRELAY_WS_MAX_MESSAGE_BYTES,
+      idleTimeoutMs: e.KEYRELAY_WS_IDLE_TIMEOUT_MS,
+      highWaterBytes: e.KEYRELAY_WS_HIGH_WATER_BYTES,
+      maxBufferBytes: e.KEYRELAY_WS_MAX_BUFFER_BYTES,
+    }),
     secureCookies: publicUrl.startsWith('https:'),
   });
 }

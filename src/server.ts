@@ -19,12 +19,14 @@ import { KeyVerifier } from './keys/verify.js';
 import { KeyLimiter } from './limits/limiter.js';
 import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
 import { LogQueue } from './log/queue.js';
+import type { RequestLogRow } from './log/record.js';
 import { startRetention } from './log/retention.js';
 import { createLogger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { openStores } from './store/factory.js';
 import type { ConfigStore, LogStore } from './store/types.js';
 import { computeCost } from './usage/index.js';
+import { attachWebSocketProxy, type WebSocketProxy } from './proxy/websocket/index.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -100,7 +102,15 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   );
   // Always on, Redis or not: it carries the CLI's and other instances' key changes when there is no Redis,
   // and bounds a lost pub/sub message to one poll instead of the cache TTL when there is.
-  const changeFeed = await startKeyChangeFeed({ store: configStore, evict: (e) => keys.onEvent(e), log });
+  let sockets: WebSocketProxy | null = null; // open WebSockets re-check their key on every key event
+  const changeFeed = await startKeyChangeFeed({
+    store: configStore,
+    evict: (e) => {
+      keys.onEvent(e);
+      sockets?.onKeyEvent(e);
+    },
+    log,
+  });
   const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) =>
     warn(err, 'last_used_at write failed'),
   );
@@ -149,6 +159,22 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       cost: computeCost,
     },
   });
+  // WebSockets under /api/proxy (src/proxy/websocket/), on the same services as the HTTP proxy.
+  sockets = attachWebSocketProxy(app.server, {
+    config,
+    keys,
+    lastUsed,
+    record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : () => {},
+    limits,
+    metrics,
+    log,
+    isDraining: () => draining,
+    bodyLogBytes: config.bodyLogBytes,
+    trustProxy: config.trustProxy,
+    fingerprint: fingerprinter(fingerprintKey),
+    cost: computeCost,
+  });
+  bus.subscribe((e) => sockets?.onKeyEvent(e));
   const retention = startRetention(logStore, config, (err) => warn(err, 'retention prune failed'));
 
   await app.listen({ host: config.host, port: config.port });
@@ -162,6 +188,8 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       const server = app.server;
       // Stop accepting; keep-alive connections with nothing in flight are closed now.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Upgraded sockets hold server.close() open until they end: the drain deadline, then 1001.
+      const socketsDrained = sockets.drain(config.drainTimeoutMs);
       server.closeIdleConnections();
       // A connection whose last response finishes during the drain becomes idle later: close those too, or
       // every drain would last until the deadline.
@@ -170,6 +198,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
         for (const cut of inflight) cut();
         server.closeAllConnections();
       }, config.drainTimeoutMs);
+      await socketsDrained;
       await closed;
       clearInterval(sweep);
       clearTimeout(deadline);

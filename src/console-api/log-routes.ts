@@ -30,6 +30,10 @@ const requestsQuery = z.object({
     .max(400)
     .regex(/^[^:]+:/, 'must be name:value')
     .optional(),
+  connection_id: z
+    .string()
+    .regex(/^[0-9A-Za-z]{1,64}$/)
+    .optional(),
   limit: queryInt(1, 200).default(50),
   cursor: z.string().min(1).max(200).optional(),
 });
@@ -77,6 +81,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     const filter = toFilter(account.id, q);
     if (q.status !== undefined) filter.status = q.status;
     if (q.outcome) filter.outcome = q.outcome;
+    if (q.connection_id) filter.connection_id = q.connection_id;
     if (q.property) {
       const colon = q.property.indexOf(':');
       filter.property = { name: q.property.slice(0, colon), value: q.property.slice(colon + 1) };

@@ -40,4 +40,14 @@ export interface RequestLogRow {
   client_ip: string | null;
   user_agent: string | null;
   credential_fingerprint: string | null; // HMAC of the provider credential, never the credential
+  // WebSocket rows (SPEC §5a); optional so HTTP rows need not name them (stored as null).
+  /** The socket's own row id, on the socket row and on each of its response rows. */
+  connection_id?: string | null;
+  input_audio_tokens?: number | null; // of input_tokens, audio (cached audio included)
+  cache_read_audio_tokens?: number | null; // of cache_read_tokens, audio
+  output_audio_tokens?: number | null; // of output_tokens, audio
+  ws_messages_in?: number | null; // socket row: messages caller → upstream
+  ws_messages_out?: number | null; // socket row: messages upstream → caller
+  ws_close_code?: number | null; // socket row: the close code the socket ended with
+  ws_close_reason?: string | null;
 }

@@ -43,6 +43,14 @@ export const LOG_COLUMNS = [
   'client_ip',
   'user_agent',
   'credential_fingerprint',
+  'connection_id',
+  'input_audio_tokens',
+  'cache_read_audio_tokens',
+  'output_audio_tokens',
+  'ws_messages_in',
+  'ws_messages_out',
+  'ws_close_code',
+  'ws_close_reason',
 ] as const satisfies readonly (keyof RequestLogRow)[];
 
 export type LogColumn = (typeof LOG_COLUMNS)[number];
@@ -77,6 +85,7 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   eq('outcome', f.outcome);
   eq('end_user', f.end_user);
   eq('session', f.session);
+  eq('connection_id', f.connection_id);
   if (f.from !== undefined) parts.push(`created_at >= ${d.bind(toFilterTime(f.from))}`);
   if (f.to !== undefined) parts.push(`created_at < ${d.bind(toFilterTime(f.to))}`);
   if (f.property) parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));

@@ -125,6 +125,7 @@ export interface RequestFilter {
   property?: { name: string; value: string };
   end_user?: string;
   session?: string;
+  connection_id?: string; // a WebSocket's rows: the socket row and its responses
 }
 
 /** Summary row for lists: everything but headers and bodies. */

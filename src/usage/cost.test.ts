@@ -109,3 +109,47 @@ describe('computeCost', () => {
     ).toBeNull();
   });
 });
+
+describe('computeCost: audio tokens (Realtime)', () => {
+  it('prices audio at its own rate where the library has one', () => {
+    const u = usage({
+      input_tokens: 1000,
+      cache_read_tokens: 300,
+      output_tokens: 500,
+      input_audio_tokens: 400,
+      cache_read_audio_tokens: 100,
+      output_audio_tokens: 450,
+    });
+    const expected = calcPrice(
+      {
+        input_tokens: 1000,
+        cache_read_tokens: 300,
+        output_tokens: 500,
+        input_audio_tokens: 400,
+        cache_audio_read_tokens: 100,
+        output_audio_tokens: 450,
+      },
+      'gpt-realtime',
+      { providerId: 'openai' },
+    )!.total_price;
+    const got = computeCost('openai', 'gpt-realtime', u);
+    expect(got.cost_usd).toBeCloseTo(expected, 12);
+    // Audio costs more than text: the same tokens counted as text would be cheaper.
+    expect(got.cost_usd!).toBeGreaterThan(
+      computeCost(
+        'openai',
+        'gpt-realtime',
+        usage({ ...u, input_audio_tokens: 0, cache_read_audio_tokens: 0, output_audio_tokens: 0 }),
+      ).cost_usd!,
+    );
+  });
+
+  it('is null, never a text-rate guess, when the model has no audio price', () => {
+    const got = computeCost('openai', 'gpt-4o-mini', usage({ input_audio_tokens: 10 }));
+    expect(got).toEqual({ cost_usd: null, price_source: null });
+  });
+
+  it('is null when the audio figures exceed the totals', () => {
+    expect(computeCost('openai', 'gpt-realtime', usage({ output_audio_tokens: 5000 })).cost_usd).toBeNull();
+  });
+});

@@ -65,12 +65,53 @@ export function computeCost(
   // The library prices this subset at the model's 1-hour write rate, the rest of the writes at the 5-minute one.
   if ((usage.cache_write_1h_tokens ?? 0) > 0) priced.cache_write_1h_tokens = usage.cache_write_1h_tokens!;
   if (cacheRead + cacheWrite > usage.input_tokens) return none; // inconsistent figures: no guess
+  const audio = audioUsage(usage);
+  if (audio === undefined) return none;
+  Object.assign(priced, audio);
   try {
     const priceProvider = findPriceProvider(provider, model);
     if (!priceProvider) return none;
+    // Audio priced at the text rate would be wrong by ~10x: without an audio price there is no cost.
+    if (audio && !hasAudioPrices(priceProvider, audio)) return none;
     const result = calcPrice(priced, model, { provider: priceProvider });
     return result ? { cost_usd: result.total_price, price_source: PRICE_SOURCE } : none;
   } catch {
     return none; // malformed price data must not fail a request
   }
+}
+
+type AudioPriced = Partial<
+  Record<'input_audio_tokens' | 'cache_audio_read_tokens' | 'output_audio_tokens', number>
+>;
+
+/** The library's audio fields for this usage, null when it has none, undefined when inconsistent. */
+function audioUsage(usage: Usage): AudioPriced | null | undefined {
+  const input = usage.input_audio_tokens ?? 0;
+  const cached = usage.cache_read_audio_tokens ?? 0;
+  const output = usage.output_audio_tokens ?? 0;
+  if (input + cached + output === 0) return null;
+  if (input > usage.input_tokens! || output > usage.output_tokens! || cached > (usage.cache_read_tokens ?? 0))
+    return undefined;
+  const out: AudioPriced = {};
+  if (input > 0) out.input_audio_tokens = input;
+  if (cached > 0) out.cache_audio_read_tokens = cached;
+  if (output > 0) out.output_audio_tokens = output;
+  return out;
+}
+
+const AUDIO_PRICE_FIELD = {
+  input_audio_tokens: 'input_audio_mtok',
+  cache_audio_read_tokens: 'cache_audio_read_mtok',
+  output_audio_tokens: 'output_audio_mtok',
+} as const;
+
+function hasAudioPrices(provider: PriceProvider, audio: AudioPriced): boolean {
+  const prices = provider.models[0]?.prices as
+    Record<string, unknown> | Record<string, unknown>[] | undefined;
+  // Conditional price lists (by date or size) name the same fields in every entry; the first one tells.
+  const entry = Array.isArray(prices)
+    ? (prices[0] as { prices?: Record<string, unknown> } | undefined)?.prices
+    : prices;
+  if (!entry) return false;
+  return (Object.keys(audio) as (keyof AudioPriced)[]).every((k) => entry[AUDIO_PRICE_FIELD[k]] != null);
 }

@@ -9,6 +9,10 @@ export interface Usage {
   cache_write_1h_tokens?: number;
   output_tokens: number | null;
   reasoning_tokens: number | null;
+  /** Audio parts of input_tokens / cache_read_tokens / output_tokens (Realtime), priced at their own rates. */
+  input_audio_tokens?: number;
+  cache_read_audio_tokens?: number;
+  output_audio_tokens?: number;
   source: UsageSource;
   /** Model as the provider reported it in the response (more precise than the request's alias). */
   model: string | null;

@@ -5,8 +5,16 @@ import { renderBody, type FakeRequest } from './render.js';
 import { parseScenario } from './scenario.js';
 import { startFakeUpstream, type FakeUpstream } from './server.js';
 import { encodePieces } from './wire.js';
+import { attachFakeOpenAIWs, type FakeWs } from './openai-ws.js';
 
 export { startDecoy, type Decoy } from './decoy.js';
+export {
+  DEFAULT_REALTIME_USAGE,
+  DEFAULT_RESPONSES_USAGE,
+  FAKE_AUDIO,
+  type FakeWs,
+  type FakeWsConnection,
+} from './openai-ws.js';
 export {
   DEFAULT_ANTHROPIC_USAGE,
   renderAnthropic,
@@ -36,10 +44,10 @@ export { parseScenario, type FakeEncoding, type Scenario } from './scenario.js';
 export { encodePieces, type SendOutcome } from './wire.js';
 export type { FakeUpstream, RecordedRequest, RecordedResponse } from './server.js';
 
-export function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeUpstream> {
+export function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeUpstream & { ws: FakeWs }> {
   return startFakeUpstream(
     (req, scenario) => opts.respond?.(req, scenario) ?? renderOpenAI(req, scenario, opts),
-  );
+  ).then((up) => Object.assign(up, { ws: attachFakeOpenAIWs(up.server) }));
 }
 
 export function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promise<FakeUpstream> {

@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type Server,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { FakeRequest, RenderedResponse } from './render.js';
 import { parseScenario, type Scenario } from './scenario.js';
@@ -35,6 +41,8 @@ export interface FakeUpstream {
   /** When each server-side socket closed (Date.now()). */
   socketsClosed: { at: number }[];
   openSockets(): number;
+  /** The fake's HTTP server (the WebSocket side attaches to its 'upgrade' event). */
+  server: Server;
   /** Resolves once at least `count` requests have arrived (headers received); rejects after timeoutMs. */
   waitForRequests(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -131,6 +139,7 @@ export async function startFakeUpstream(render: RenderFn): Promise<FakeUpstream>
     requests,
     socketsClosed,
     openSockets: () => sockets.size,
+    server,
     async waitForRequests(count, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;
       while (requests.length < count) {

@@ -6,12 +6,12 @@ import { createAccount } from '../../src/accounts/create-account.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startFakeAnthropic, startFakeOpenAI } from '../fakes/index.js';
-import type { FakeUpstream } from '../fakes/index.js';
+import type { FakeUpstream, FakeWs } from '../fakes/index.js';
 
 export interface Harness {
   kr: RunningServer;
   url: string;
-  openai: FakeUpstream;
+  openai: FakeUpstream & { ws: FakeWs };
   anthropic: FakeUpstream;
   dataDir: string;
   /** Creates an account with its default key; returns the full key. */

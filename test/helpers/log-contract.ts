@@ -124,6 +124,45 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(ids(page.items)).toEqual(ids(newestFirst(good)));
     });
 
+    it('round-trips WebSocket rows (socket row and response rows) and filters by connection_id', async () => {
+      const socket = makeLogRow({
+        account_id: acct,
+        at: T0 + 20,
+        method: 'GET',
+        path: '/v1/realtime?model=gpt-realtime',
+        status: 101,
+        model: 'gpt-realtime',
+        input_tokens: null,
+        output_tokens: null,
+        cost_usd: null,
+        usage_source: 'none',
+        ws_messages_in: 12,
+        ws_messages_out: 3_000_000_000,
+        ws_close_code: 4001,
+        ws_close_reason: 'done ✓',
+      });
+      socket.connection_id = socket.id;
+      const response = makeLogRow({
+        account_id: acct,
+        at: T0 + 21,
+        method: 'WS',
+        path: '/v1/realtime?model=gpt-realtime',
+        connection_id: socket.id,
+        input_tokens: 132,
+        cache_read_tokens: 64,
+        input_audio_tokens: 13,
+        cache_read_audio_tokens: 5,
+        output_audio_tokens: 91,
+        output_tokens: 121,
+      });
+      const other = makeLogRow({ account_id: acct, at: T0 + 22 });
+      expect(await log.insertBatch([response, socket, other])).toEqual({ inserted: 3, rejected: 0 });
+      expect(await log.getRequest(acct, socket.id)).toEqual(socket);
+      expect(await log.getRequest(acct, response.id)).toEqual(response);
+      const page = await log.listRequests({ account_id: acct, connection_id: socket.id }, { limit: 10 });
+      expect(page.items).toEqual([toSummary(response), toSummary(socket)]);
+    });
+
     it('accepts an empty batch', async () => {
       expect(await log.insertBatch([])).toEqual({ inserted: 0, rejected: 0 });
     });

@@ -41,6 +41,14 @@ export function makeLogRow(over: Partial<RequestLogRow> & { at?: number } = {}):
     client_ip: '127.0.0.1',
     user_agent: 'OpenAI/JS 6.0',
     credential_fingerprint: 'fp-abc',
+    connection_id: null,
+    input_audio_tokens: null,
+    cache_read_audio_tokens: null,
+    output_audio_tokens: null,
+    ws_messages_in: null,
+    ws_messages_out: null,
+    ws_close_code: null,
+    ws_close_reason: null,
     ...rest,
   };
 }

@@ -107,6 +107,7 @@ export interface RequestQuery {
   from?: string;
   to?: string;
   property?: string;
+  connection_id?: string;
   limit?: number;
   cursor?: string | null;
 }

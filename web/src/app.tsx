@@ -7,6 +7,7 @@ import { KeysPage } from './pages/keys.js';
 import { NotFoundPage } from './pages/not-found.js';
 import { OverviewPage } from './pages/overview.js';
 import { RequestDetailPage } from './pages/request-detail.js';
+import { ConnectionDetailPage } from './pages/connection-detail.js';
 import { RequestsPage } from './pages/requests.js';
 import { SettingsPage } from './pages/settings.js';
 import { matchPath, navigate, useLocation } from './router.js';
@@ -106,11 +107,13 @@ export function App() {
   }
 
   const detail = matchPath('/requests/:id', pathname);
+  const connection = matchPath('/connections/:id', pathname);
   let page;
   if (pathname === '/') page = <OverviewPage />;
   else if (pathname === '/keys') page = <KeysPage />;
   else if (pathname === '/requests') page = <RequestsPage />;
   else if (detail) page = <RequestDetailPage id={detail.id!} />;
+  else if (connection) page = <ConnectionDetailPage id={connection.id!} />;
   else if (pathname === '/usage') page = <UsagePage />;
   else if (pathname === '/settings') page = <SettingsPage />;
   else page = <NotFoundPage />;

@@ -60,6 +60,21 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
         WHERE request_body IS NOT NULL OR response_body IS NOT NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'websocket columns',
+    sql: `
+      ALTER TABLE requests ADD COLUMN connection_id text COLLATE "C";
+      ALTER TABLE requests ADD COLUMN input_audio_tokens bigint;
+      ALTER TABLE requests ADD COLUMN cache_read_audio_tokens bigint;
+      ALTER TABLE requests ADD COLUMN output_audio_tokens bigint;
+      ALTER TABLE requests ADD COLUMN ws_messages_in bigint;
+      ALTER TABLE requests ADD COLUMN ws_messages_out bigint;
+      ALTER TABLE requests ADD COLUMN ws_close_code integer;
+      ALTER TABLE requests ADD COLUMN ws_close_reason text;
+      CREATE INDEX requests_connection ON requests (connection_id) WHERE connection_id IS NOT NULL;
+    `,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */
@@ -100,6 +115,14 @@ export const PG_COLUMN_TYPES = {
   client_ip: 'text',
   user_agent: 'text',
   credential_fingerprint: 'text',
+  connection_id: 'text',
+  input_audio_tokens: 'bigint',
+  cache_read_audio_tokens: 'bigint',
+  output_audio_tokens: 'bigint',
+  ws_messages_in: 'bigint',
+  ws_messages_out: 'bigint',
+  ws_close_code: 'integer',
+  ws_close_reason: 'text',
 } as const satisfies Record<LogColumn, string>;
 
 /** bigint comes back from pg as a string; the interface speaks numbers. */
@@ -111,4 +134,9 @@ export const BIGINT_COLUMNS = [
   'reasoning_tokens',
   'request_bytes',
   'response_bytes',
+  'input_audio_tokens',
+  'cache_read_audio_tokens',
+  'output_audio_tokens',
+  'ws_messages_in',
+  'ws_messages_out',
 ] as const;

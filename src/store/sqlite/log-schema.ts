@@ -54,4 +54,19 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
         WHERE request_body IS NOT NULL OR response_body IS NOT NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'websocket columns',
+    sql: `
+      ALTER TABLE requests ADD COLUMN connection_id TEXT;
+      ALTER TABLE requests ADD COLUMN input_audio_tokens INTEGER;
+      ALTER TABLE requests ADD COLUMN cache_read_audio_tokens INTEGER;
+      ALTER TABLE requests ADD COLUMN output_audio_tokens INTEGER;
+      ALTER TABLE requests ADD COLUMN ws_messages_in INTEGER;
+      ALTER TABLE requests ADD COLUMN ws_messages_out INTEGER;
+      ALTER TABLE requests ADD COLUMN ws_close_code INTEGER;
+      ALTER TABLE requests ADD COLUMN ws_close_reason TEXT;
+      CREATE INDEX requests_connection ON requests(connection_id) WHERE connection_id IS NOT NULL;
+    `,
+  },
 ];

@@ -33,3 +33,21 @@ describe('buildSnippets', () => {
     expect(code(s, 'anthropic-python')).toContain('import os\n');
   });
 });
+
+describe('WebSocket snippets', () => {
+  it('use the ws:// form of the base URL and the keyrelay-key subprotocol in the browser', () => {
+    const ws = buildSnippets('http://127.0.0.1:8080', null).find((g) => g.id === 'websocket')!;
+    const browser = ws.variants.find((v) => v.id === 'realtime-browser')!.code;
+    expect(browser).toContain("'ws://127.0.0.1:8080/api/proxy/openai/v1/realtime?model=gpt-realtime'");
+    expect(browser).toContain('`keyrelay-key.${KEYRELAY_KEY}`');
+    const rt = ws.variants.find((v) => v.id === 'realtime-node')!.code;
+    expect(rt).toContain("'proxy-api-key': process.env.KEYRELAY_KEY");
+    const filled = buildSnippets('https://kr.example.com/', 'kr_abc').find((g) => g.id === 'websocket')!;
+    expect(filled.variants.find((v) => v.id === 'realtime-browser')!.code).toContain(
+      "'wss://kr.example.com/api/proxy/openai/v1/realtime?model=gpt-realtime'",
+    );
+    expect(filled.variants.find((v) => v.id === 'realtime-browser')!.code).toContain(
+      "'keyrelay-key.kr_abc',",
+    );
+  });
+});

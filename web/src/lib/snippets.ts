@@ -142,6 +142,53 @@ print(message.content)`,
       ],
     },
     {
+      id: 'websocket',
+      label: 'Realtime & WebSockets',
+      description:
+        'OpenAI Realtime and Responses WebSocket mode: the same base URL and header. A browser, which cannot set headers on a WebSocket, sends the key as a subprotocol instead.',
+      variants: [
+        {
+          id: 'realtime-node',
+          label: 'Realtime (Node)',
+          language: 'ts',
+          code: `import OpenAI from 'openai';
+import { OpenAIRealtimeWS } from 'openai/realtime/ws';
+
+// The SDK's Realtime client always dials wss://: serve keyrelay over TLS for it.
+const client = new OpenAI({ baseURL: '${openaiBase.replace(/^http:/, 'https:')}' });
+const rt = new OpenAIRealtimeWS(
+  { model: 'gpt-realtime', options: { headers: { 'proxy-api-key': ${jsKey} } } },
+  client,
+);
+rt.on('response.done', (e) => console.log(e.response.usage));
+rt.socket.on('open', () => rt.send({ type: 'response.create' }));`,
+        },
+        {
+          id: 'responses-ws-node',
+          label: 'Responses WebSocket',
+          language: 'ts',
+          code: `import OpenAI from 'openai';
+import { ResponsesWS } from 'openai/resources/responses/ws';
+
+const client = new OpenAI({ baseURL: '${openaiBase}' });
+const ws = new ResponsesWS(client, { headers: { 'proxy-api-key': ${jsKey} } });
+ws.on('response.completed', (e) => console.log(e.response.output_text));
+ws.send({ type: 'response.create', model: 'gpt-4o-mini', input: 'Hello!' });`,
+        },
+        {
+          id: 'realtime-browser',
+          label: 'Browser',
+          language: 'js',
+          code: `// keyrelay removes the keyrelay-key entry before forwarding; OpenAI's own entries pass untouched.
+const ws = new WebSocket('${openaiBase.replace(/^http/, 'ws')}/realtime?model=gpt-realtime', [
+  'realtime',
+  ${key ? `'keyrelay-key.${key}'` : '`keyrelay-key.${KEYRELAY_KEY}`'},
+  \`openai-insecure-api-key.\${ephemeralKey}\`,
+]);`,
+        },
+      ],
+    },
+    {
       id: 'env',
       label: 'Tools & env vars',
       description: 'Tools configured through environment variables. Each wants its own form of the base URL.',

@@ -83,6 +83,12 @@ function Detail({ r }: { r: RequestLogRow }) {
     <>
       <nav className="breadcrumb" aria-label="Breadcrumb">
         <Link to="/requests">← Requests</Link>
+        {r.connection_id && (
+          <>
+            {' · '}
+            <Link to={`/connections/${encodeURIComponent(r.connection_id)}`}>WebSocket connection</Link>
+          </>
+        )}
       </nav>
       <header className="page-header detail-header">
         <div>

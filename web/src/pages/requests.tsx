@@ -3,6 +3,8 @@ import { api, type RequestQuery, type RequestSummary } from '../api.js';
 import { ErrorCodeBadge, StatusBadge } from '../components/badge.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
+import { ConnectionTag, connectionRowClass } from '../components/connection-tag.js';
+import { groupByConnection } from '../lib/connections.js';
 import {
   RANGES,
   readFilters,
@@ -142,10 +144,10 @@ export function RequestsPage() {
                 {!first.data ? (
                   <SkeletonRows cols={8} rows={8} />
                 ) : (
-                  rows.map((r) => (
+                  groupByConnection(rows).map(({ row: r, ...line }) => (
                     <tr
                       key={r.id}
-                      className="clickable"
+                      className={`clickable ${connectionRowClass(line.kind)}`}
                       onClick={() => navigate(`/requests/${encodeURIComponent(r.id)}`)}
                     >
                       <td className="nowrap c-time">
@@ -163,7 +165,8 @@ export function RequestsPage() {
                       <td className="c-provider">{PROVIDER_LABELS[r.provider] ?? r.provider}</td>
                       <td className="model-cell c-model">
                         {r.model ?? <span className="muted">{r.path}</span>}
-                        {r.stream && <span className="tag">stream</span>}
+                        {r.stream && !r.connection_id && <span className="tag">stream</span>}
+                        <ConnectionTag row={r} {...line} />
                       </td>
                       <td className="c-status">
                         <span className="status-badges">
@@ -176,7 +179,10 @@ export function RequestsPage() {
                       </td>
                       <td className={`num nowrap c-cost ${r.cost_usd === null ? 'muted' : ''}`}>
                         {/* A refusal never reached the provider: no cost, rather than an unknown one. */}
-                        {r.outcome === 'refused' && r.cost_usd === null ? '—' : formatCost(r.cost_usd)}
+                        {/* A socket's own row has none either: its responses carry the cost. */}
+                        {(r.outcome === 'refused' || line.kind === 'socket') && r.cost_usd === null
+                          ? '—'
+                          : formatCost(r.cost_usd)}
                       </td>
                       <td className="num nowrap c-latency">{formatMs(r.latency_ms)}</td>
                     </tr>

@@ -1,0 +1,144 @@
+/**
+ * An open socket pair and its controls: every response.create is checked against the key's limits (model
+ * list, rate, budget) before it goes upstream, a refused one is answered with an `error` event (the socket
+ * stays open) and logged; a key that stops working (revoked, expired, rolled past its grace) closes the
+ * socket with 1008 and keyrelay's code as the reason. When both sides are closed, the socket's row.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type WebSocket from 'ws';
+import { newId } from '../../ids.js';
+import type { Outcome, RequestLogRow } from '../../log/record.js';
+import { redactHeaders } from '../headers.js';
+import { parseClientCreate, renderErrorEvent } from './events.js';
+import type { WsProxyContext } from './index.js';
+import type { SocketFacts, SocketLedger } from './ledger.js';
+import { Relay, type RelayEnd } from './relay.js';
+
+export interface OpenSocket {
+  keyId: string;
+  /** Resolves once the socket's rows are handed to the log. */
+  ended: Promise<void>;
+  recheck(): Promise<void>;
+  close(code: number, reason: string, keyrelayCode: string): void;
+}
+
+export interface OpenSocketOptions {
+  ctx: WsProxyContext;
+  caller: WebSocket;
+  upstream: WebSocket;
+  ledger: SocketLedger;
+  facts: SocketFacts;
+  /** The key as presented, kept in memory only to re-check it when a key event arrives. */
+  presented: string;
+  ttfbMs: number;
+  upstreamHeaders: IncomingHttpHeaders;
+  emit: (row: RequestLogRow) => void;
+  onEnd: (s: OpenSocket) => void;
+}
+
+/** setTimeout's ceiling; a later expiry is re-armed by the key events that will come before it. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+export function openSocket(o: OpenSocketOptions): OpenSocket {
+  const { ctx, caller, upstream, ledger, facts } = o;
+  let resolveEnded!: () => void;
+  const ended = new Promise<void>((r) => (resolveEnded = r));
+  let expiryTimer: NodeJS.Timeout | null = null;
+
+  const relay = new Relay(caller, upstream, ctx.config.ws, {
+    fromCaller(data) {
+      if (facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
+      const event = parseClientCreate(data);
+      if (!event) return true;
+      const model = ledger.modelOf(event);
+      const refusal = ctx.limits.check(facts.key, facts.provider, model, 'POST');
+      if (!refusal) {
+        ctx.lastUsed.mark(facts.key.id, new Date().toISOString()); // a socket may live for hours
+        ledger.onCreate(event, data.length);
+        return true;
+      }
+      const clientEventId = typeof event.event_id === 'string' ? event.event_id : null;
+      caller.send(
+        renderErrorEvent(
+          facts.protocol,
+          refusal.code,
+          refusal.message,
+          refusal.status,
+          clientEventId,
+          `event_kr_${newId()}`,
+        ),
+      );
+      ledger.refused(event, data.length, refusal.status, refusal.code);
+      return false;
+    },
+    fromUpstream(data, isBinary) {
+      if (facts.protocol !== 'other' && !isBinary) ledger.onServerText(data);
+    },
+    closed(end) {
+      if (expiryTimer) clearTimeout(expiryTimer);
+      ledger.closeAll(end.by === 'upstream' && end.abnormal ? 'upstream_error' : 'client_aborted');
+      o.emit(
+        ledger.socketRow({
+          status: 101,
+          outcome: socketOutcome(end),
+          errorCode: end.keyrelayCode,
+          ttfbMs: o.ttfbMs,
+          messagesIn: relay.stats.messagesIn,
+          messagesOut: relay.stats.messagesOut,
+          bytesIn: relay.stats.bytesIn,
+          bytesOut: relay.stats.bytesOut,
+          closeCode: end.code,
+          closeReason: end.reason || null,
+          responseHeaders: redactHeaders(o.upstreamHeaders),
+        }),
+      );
+      if (end.keyrelayCode === 'proxy_ws_buffer_exceeded' || (end.abnormal && end.by === 'upstream')) {
+        ctx.log.warn({ reqId: facts.id, code: end.keyrelayCode, reason: end.reason }, 'websocket cut');
+      }
+      o.onEnd(self);
+      resolveEnded();
+    },
+  });
+
+  const armExpiry = (expiresAt: string | null) => {
+    if (expiryTimer) clearTimeout(expiryTimer);
+    expiryTimer = null;
+    if (!expiresAt) return;
+    const wait = Date.parse(expiresAt) - Date.now();
+    if (wait > MAX_TIMER_MS) return;
+    expiryTimer = setTimeout(() => void self.recheck(), Math.max(wait, 0) + 5);
+    expiryTimer.unref();
+  };
+
+  const self: OpenSocket = {
+    keyId: facts.key.id,
+    ended,
+    async recheck() {
+      const { key, error } = await ctx.keys.check(o.presented);
+      // An unreachable key store is not a revocation: the socket stays, the next event re-checks.
+      if (error && error.code !== 'proxy_unavailable') {
+        relay.close(1008, `keyrelay: ${error.code}`, error.code);
+        return;
+      }
+      if (key) {
+        facts.key = key; // changed limits apply to the next response.create
+        armExpiry(key.expires_at);
+      }
+    },
+    close(code, reason, keyrelayCode) {
+      relay.close(code, reason, keyrelayCode);
+    },
+  };
+  armExpiry(facts.key.expires_at);
+  return self;
+}
+
+function socketOutcome(end: RelayEnd): Outcome {
+  if (end.by === 'keyrelay') {
+    if (end.keyrelayCode === 'proxy_ws_idle_timeout') return 'timeout';
+    if (end.keyrelayCode?.startsWith('proxy_key')) return 'refused';
+    return end.keyrelayCode === 'proxy_ws_buffer_exceeded' ? 'client_aborted' : 'ok';
+  }
+  if (end.abnormal) return end.by === 'upstream' ? 'upstream_error' : 'client_aborted';
+  return 'ok';
+}
