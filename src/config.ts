@@ -72,6 +72,13 @@ const schema = z.object({
   KEYRELAY_MAX_CONNECTIONS_PER_IP: int(0).default(512),
   /** Node itself keeps only ~1,000 and silently drops the rest. */
   KEYRELAY_MAX_HEADERS: int(1, 1000).default(100),
+  /**
+   * Decoded bytes of a compressed response read for usage; a decompression bomb stops here. Decoding is
+   * synchronous (~100 ms for 32 MiB of brotli): every other request waits that long.
+   */
+  KEYRELAY_USAGE_DECODE_BYTES: int(1).default(32 * 1024 * 1024),
+  /** Largest SSE event held whole, for usage or for the OpenAI stream-usage rewrite. */
+  KEYRELAY_SSE_EVENT_BYTES: int(1024).default(2 * 1024 * 1024),
 });
 
 export type Env = z.input<typeof schema>;
@@ -106,6 +113,8 @@ export interface Config {
   /** Cookies get `Secure` when the console is served over HTTPS. */
   secureCookies: boolean;
   guard: Readonly<GuardLimits>;
+  usageDecodeBytes: number;
+  sseEventBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -173,5 +182,7 @@ export function loadConfig(
       maxHeaders: e.KEYRELAY_MAX_HEADERS,
       trustProxy: e.KEYRELAY_TRUST_PROXY,
     }),
+    usageDecodeBytes: e.KEYRELAY_USAGE_DECODE_BYTES,
+    sseEventBytes: e.KEYRELAY_SSE_EVENT_BYTES,
   });
 }

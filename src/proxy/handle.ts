@@ -153,7 +153,7 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     contentType.startsWith('text/event-stream') &&
     (encoding === undefined || (typeof encoding === 'string' && isDecodableEncoding(encoding)))
   ) {
-    stripper = createUsageStripper(encoding);
+    stripper = createUsageStripper(encoding, { maxEventBytes: ctx.config.sseEventBytes });
     delete headers['content-length'];
     delete headers['content-encoding'];
   }
@@ -163,7 +163,11 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   const tap = createResponseTap(
     ex.info,
     { status: upstream.statusCode, headers: upstream.headers },
-    { bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0 },
+    {
+      bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0,
+      maxDecodedBytes: ctx.config.usageDecodeBytes,
+      maxEventBytes: ctx.config.sseEventBytes,
+    },
   );
   res.writeHead(upstream.statusCode, headers);
   // Node holds the head until the first body write. For a stream, upstream already sent its head and SDKs
