@@ -71,6 +71,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
   proxyHandler = createProxyHandler({ ...deps.proxy, log: deps.log });
+  // Every answer of keyrelay's own, /healthz and /metrics included: none of them is meant to be sniffed.
+  app.addHook('onSend', async (_req, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+  });
 
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {

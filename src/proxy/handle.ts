@@ -239,6 +239,7 @@ function refuse(
       'content-length': Buffer.byteLength(body),
       'x-keyrelay-error': err.code,
       'x-keyrelay-request-id': ex.id,
+      'x-content-type-options': 'nosniff',
     };
     if (err.retryAfterSeconds !== undefined) headers['retry-after'] = err.retryAfterSeconds;
     // An unread body (413, refused before reading) would be taken for the next request on this connection.
