@@ -27,7 +27,12 @@ import {
 import { readBody } from './body.js';
 import { pump } from './pump.js';
 import { newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
-import { filterResponseHeaders, findDuplicateSingleton, forwardRequestHeaders } from './headers.js';
+import {
+  filterResponseHeaders,
+  findDuplicateSingleton,
+  forwardRequestHeaders,
+  hasUnderscoreKeyHeader,
+} from './headers.js';
 import { classifyUpstreamError } from './upstream-errors.js';
 import { resolveTarget } from './target.js';
 
@@ -81,6 +86,8 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Unsupported method.'));
   const dup = findDuplicateSingleton(req.rawHeaders);
   if (dup) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', `Duplicate ${dup} header.`));
+  if (hasUnderscoreKeyHeader(req.rawHeaders))
+    return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Send the key as proxy-api-key.'));
 
   // 2. Authenticate: format and checksum, then the in-memory cache; no database read in the steady state.
   const presented = req.headers['proxy-api-key'];
