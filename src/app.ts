@@ -61,10 +61,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     serverFactory: (fastifyHandler) => {
       const server = createServer(
         { noDelay: true, keepAliveTimeout: 75_000, ...guardedServerOptions(deps.config.guard) },
-        guardRequests(deps.config.guard, (req, res) => {
-          if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);
-          else fastifyHandler(req, res);
-        }),
+        guardRequests(
+          deps.config.guard,
+          (req, res) => {
+            if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);
+            else fastifyHandler(req, res);
+          },
+          (req) => !isProxyRequest(req.url ?? ''),
+        ),
       );
       guardConnections(server, deps.config.guard, deps.log);
       return server;

@@ -84,9 +84,14 @@ function declaresBody(req: IncomingMessage): boolean {
 /**
  * A body that stops arriving is answered 408 and its connection closed. The socket's own inactivity timer
  * is used (Node refreshes it on every read), armed only until the body has been read: a response that
- * takes minutes to start or to stream must not be cut.
+ * takes minutes to start or to stream must not be cut. `deadlineMs`, when set, bounds the whole body too.
  */
-function guardBody(req: IncomingMessage, res: ServerResponse, ms: number): void {
+function guardBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  idleMs: number,
+  deadlineMs: number | null,
+): void {
   if (!declaresBody(req)) return;
   const socket = req.socket;
   let armed = true;
@@ -94,6 +99,7 @@ function guardBody(req: IncomingMessage, res: ServerResponse, ms: number): void 
     if (!armed) return;
     armed = false;
     req.off('timeout', onTimeout);
+    if (deadline) clearTimeout(deadline);
     // Once the answer is finished Node has set the socket's keep-alive timer itself: leave it.
     if (resetSocket) socket.setTimeout(0);
   };
@@ -101,21 +107,32 @@ function guardBody(req: IncomingMessage, res: ServerResponse, ms: number): void 
     disarm(false);
     closeWith(res, 408, 'request_timeout', 'The request body stopped arriving.');
   };
+  const deadline =
+    deadlineMs === null
+      ? null
+      : setTimeout(() => {
+          disarm(false);
+          closeWith(res, 408, 'request_timeout', 'The request body took too long to arrive.');
+        }, deadlineMs);
+  deadline?.unref();
   req.on('timeout', onTimeout);
   req.once('end', () => disarm(true));
   res.once('finish', () => disarm(false));
   res.once('close', () => disarm(false));
-  socket.setTimeout(ms);
+  socket.setTimeout(idleMs);
 }
 
 /**
  * Wraps the request listener: refusals that need no route (too many headers, HTTP/1.0 with
- * Transfer-Encoding), body idle timeout, and one request at a time per connection: a pipelined request
- * waits for the answer before it, and is dropped if that answer closed the connection.
+ * Transfer-Encoding), body timeouts, and one request at a time per connection: a pipelined request waits
+ * for the answer before it, and is dropped if that answer closed the connection. Requests `smallBody` picks
+ * (the console's: 1 MiB at most, and no key needed to send one) must send their whole body within the
+ * headers' timeout, not the whole-request one sized for 32 MiB proxy uploads.
  */
 export function guardRequests(
   limits: GuardLimits,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
+  smallBody: (req: IncomingMessage) => boolean = () => false,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const current = new WeakMap<Socket, ServerResponse>();
   const run = (req: IncomingMessage, res: ServerResponse) => {
@@ -126,7 +143,8 @@ export function guardRequests(
     // RFC 9112 §6.1: chunked framing does not exist in HTTP/1.0; such a message's length is unknowable.
     if (req.httpVersion === '1.0' && req.headers['transfer-encoding'] !== undefined)
       return closeWith(res, 400, 'bad_request', 'Transfer-Encoding in an HTTP/1.0 request.');
-    guardBody(req, res, limits.clientBodyIdleTimeoutMs);
+    const deadline = smallBody(req) ? limits.clientHeadersTimeoutMs : null;
+    guardBody(req, res, limits.clientBodyIdleTimeoutMs, deadline);
     handler(req, res);
   };
   return (req, res) => {

@@ -83,6 +83,23 @@ describe('slow clients', () => {
     expect(held.received()).toMatch(/^HTTP\/1\.1 408 /);
   });
 
+  it('cuts a console body that trickles in, within the headers timeout (no key needed to send one)', async () => {
+    const held = await open();
+    held.socket.write(
+      'POST /api/console/login HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{',
+    );
+    void trickle(
+      held,
+      Array.from({ length: 100 }, () => ' '),
+      400,
+    );
+    const t = await within(held.closed, 10_000);
+    // The headers timeout (1.5 s) bounds it, well before the whole-request one (4 s).
+    expect(t).toBeGreaterThan(1_000);
+    expect(t).toBeLessThan(3_500);
+    expect(held.received()).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
   it('cuts a proxy body that trickles in under the idle timeout but never ends', async () => {
     const held = await open();
     held.socket.write(
