@@ -160,7 +160,7 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
     const started = Date.now();
     const traffic = Array.from({ length: 4 }, async (_, i) => {
       while (Date.now() - started < SOAK_MS) {
-        await call(i === 0 && legit.ok % 25 === 0 ? 'anthropic' : 'openai');
+        await call(i === 0 && legit.ok % 60 === 0 ? 'anthropic' : 'openai');
         await sleep(20);
       }
     });
