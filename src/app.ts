@@ -21,6 +21,7 @@ import { securityHeaders } from './console-api/security.js';
 import type { LoginThrottle } from './accounts/throttle.js';
 import type { KeyEventBus } from './keys/events.js';
 import type { Metrics } from './metrics.js';
+import { guardConnections, guardedServerOptions, guardRequests } from './http-guard.js';
 import { createProxyHandler, type ProxyContext } from './proxy/handle.js';
 import { PROXY_PREFIX } from './proxy/target.js';
 import type { ConfigStore, LogStore } from './store/types.js';
@@ -57,13 +58,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.log,
     trustProxy: deps.config.trustProxy,
     bodyLimit: 1024 * 1024,
-    serverFactory: (fastifyHandler) =>
-      createServer({ noDelay: true, keepAliveTimeout: 75_000, requestTimeout: 0 }, (req, res) => {
-        if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);
-        else fastifyHandler(req, res);
-      }),
+    serverFactory: (fastifyHandler) => {
+      const server = createServer(
+        { noDelay: true, keepAliveTimeout: 75_000, ...guardedServerOptions(deps.config.guard) },
+        guardRequests(
+          deps.config.guard,
+          (req, res) => {
+            if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);
+            else fastifyHandler(req, res);
+          },
+          (req) => !isProxyRequest(req.url ?? ''),
+        ),
+      );
+      guardConnections(server, deps.config.guard, deps.log);
+      return server;
+    },
   });
   proxyHandler = createProxyHandler({ ...deps.proxy, log: deps.log });
+  // Every answer of keyrelay's own, /healthz and /metrics included: none of them is meant to be sniffed.
+  app.addHook('onSend', async (_req, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+  });
 
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {

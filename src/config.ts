@@ -3,6 +3,7 @@
  * the start with a message naming the variable.
  */
 import { z } from 'zod';
+import type { GuardLimits } from './http-guard.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z
@@ -66,6 +67,24 @@ const schema = z.object({
   KEYRELAY_WS_HIGH_WATER_BYTES: int(1).default(1024 * 1024),
   KEYRELAY_WS_MAX_BUFFER_BYTES: int(1).default(32 * 1024 * 1024),
   KEYRELAY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // What a client may hold before its request is in (docs/threat-model.md); never applies to responses.
+  KEYRELAY_CLIENT_HEADERS_TIMEOUT_MS: int(1).default(20_000),
+  /** A 32 MiB body at ~2.5 Mbit/s; slower uploads are not what a gateway in front of an API serves. */
+  KEYRELAY_CLIENT_REQUEST_TIMEOUT_MS: int(1).default(120_000),
+  KEYRELAY_CLIENT_BODY_IDLE_TIMEOUT_MS: int(1).default(15_000),
+  /** Unset: 10,000 or 80 % of the descriptor limit, whichever is lower. */
+  KEYRELAY_MAX_CONNECTIONS: int(1).optional(),
+  /** Not applied to 127.0.0.1 / ::1, nor with KEYRELAY_TRUST_PROXY (all connections come from the proxy). */
+  KEYRELAY_MAX_CONNECTIONS_PER_IP: int(0).default(512),
+  /** Node itself keeps only ~1,000 and silently drops the rest. */
+  KEYRELAY_MAX_HEADERS: int(1, 1000).default(100),
+  /**
+   * Decoded bytes of a compressed response read for usage; a decompression bomb stops here. Decoding is
+   * synchronous (~100 ms for 32 MiB of brotli): every other request waits that long.
+   */
+  KEYRELAY_USAGE_DECODE_BYTES: int(1).default(32 * 1024 * 1024),
+  /** Largest SSE event held whole, for usage or for the OpenAI stream-usage rewrite. */
+  KEYRELAY_SSE_EVENT_BYTES: int(1024).default(2 * 1024 * 1024),
 });
 
 export type Env = z.input<typeof schema>;
@@ -100,6 +119,9 @@ export interface Config {
   ws: { maxMessageBytes: number; idleTimeoutMs: number; highWaterBytes: number; maxBufferBytes: number };
   /** Cookies get `Secure` when the console is served over HTTPS. */
   secureCookies: boolean;
+  guard: Readonly<GuardLimits>;
+  usageDecodeBytes: number;
+  sseEventBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -161,5 +183,19 @@ export function loadConfig(
       maxBufferBytes: e.KEYRELAY_WS_MAX_BUFFER_BYTES,
     }),
     secureCookies: publicUrl.startsWith('https:'),
+    guard: Object.freeze({
+      clientHeadersTimeoutMs: e.KEYRELAY_CLIENT_HEADERS_TIMEOUT_MS,
+      clientRequestTimeoutMs: Math.max(
+        e.KEYRELAY_CLIENT_REQUEST_TIMEOUT_MS,
+        e.KEYRELAY_CLIENT_HEADERS_TIMEOUT_MS,
+      ),
+      clientBodyIdleTimeoutMs: e.KEYRELAY_CLIENT_BODY_IDLE_TIMEOUT_MS,
+      maxConnections: e.KEYRELAY_MAX_CONNECTIONS ?? null,
+      maxConnectionsPerIp: e.KEYRELAY_MAX_CONNECTIONS_PER_IP,
+      maxHeaders: e.KEYRELAY_MAX_HEADERS,
+      trustProxy: e.KEYRELAY_TRUST_PROXY,
+    }),
+    usageDecodeBytes: e.KEYRELAY_USAGE_DECODE_BYTES,
+    sseEventBytes: e.KEYRELAY_SSE_EVENT_BYTES,
   });
 }

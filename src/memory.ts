@@ -67,7 +67,7 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   };
 
   collect('start'); // start-up garbage, before the first request
-  let baseline = process.memoryUsage.rss();
+  let baseline = residentBytes() ?? 0;
   let quietFor = 0;
   let checked = false;
   let last = performance.eventLoopUtilization();
@@ -85,7 +85,8 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
       return;
     }
     quietFor += everyMs;
-    const rss = process.memoryUsage.rss();
+    const rss = residentBytes();
+    if (rss === null) return;
     if (quietFor < idleMs || checked) {
       baseline = Math.min(baseline, rss); // lowered as V8 unmaps what an earlier collection freed
       return;
@@ -95,11 +96,23 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
     const grown = rss - baseline > minGrowth;
     if (grown || youngGenerationBytes() > SMALL_YOUNG_GENERATION) {
       collect(grown ? 'grown' : 'young');
-      baseline = process.memoryUsage.rss();
+      baseline = residentBytes() ?? baseline;
     }
   }, everyMs);
   timer.unref();
   return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * RSS is read from /proc, which needs a file descriptor: at the descriptor limit (a flood of connections)
+ * it throws EMFILE, which in a timer would end the process. That tick is skipped instead.
+ */
+function residentBytes(): number | null {
+  try {
+    return process.memoryUsage.rss();
+  } catch {
+    return null;
+  }
 }
 
 function youngGenerationBytes(): number {

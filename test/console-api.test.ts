@@ -3,7 +3,7 @@ import { createAccount } from '../src/accounts/create-account.js';
 import type { KeyEvent } from '../src/keys/events.js';
 import { hashKey, KEY_PATTERN } from '../src/keys/format.js';
 import { makeLogRow, toSummary } from './helpers/log-rows.js';
-import { startConsole, type Client, type ConsoleApp } from './console-harness.js';
+import { sessionCookieOf, startConsole, type Client, type ConsoleApp } from './console-harness.js';
 
 const PASSWORD = 'correct horse battery';
 const HOUR = 3_600_000;
@@ -55,16 +55,20 @@ describe('info', () => {
 });
 
 describe('signup', () => {
-  it('creates the account with its default key shown in full once, and logs it in', async () => {
+  it('creates the account; its first sign-in gets the default key in full, once', async () => {
     const s = await start();
     const c = s.client();
-    const r = await c.post('/signup', { email: ' New@Example.com ', password: PASSWORD });
-    expect(r.status).toBe(201);
+    const signed = await c.post('/signup', { email: ' New@Example.com ', password: PASSWORD });
+    expect([signed.status, signed.json]).toEqual([202, { next: 'login' }]);
+    expect(sessionCookieOf(signed.headers)).toBeUndefined();
+    const r = await c.post('/login', { email: 'new@example.com', password: PASSWORD });
+    expect(r.status).toBe(200);
     expect(r.json.account).toEqual({
       id: expect.any(String),
       email: 'new@example.com',
       created_at: expect.any(String),
     });
+    expect(r.json.notices).toEqual([]);
     const key = r.json.key;
     expect(Object.keys(key).sort()).toEqual([...KEY_VIEW_FIELDS, 'key'].sort());
     expect(key).toMatchObject({ name: 'default', status: 'active', account_id: r.json.account.id });
@@ -75,9 +79,12 @@ describe('signup', () => {
     expect(listed).toHaveLength(1);
     expect(Object.keys(listed[0]).sort()).toEqual(KEY_VIEW_FIELDS);
     expect(JSON.stringify(listed)).not.toContain(key.key);
+    const again = await s.client().post('/login', { email: 'new@example.com', password: PASSWORD });
+    expect(again.json.key).toBeNull();
+    expect((await c.get('/keys')).json.keys).toHaveLength(1);
   });
 
-  it('refuses a bad email, a short password and a taken email', async () => {
+  it('refuses a bad email and a short password', async () => {
     const s = await start();
     const c = s.client();
     expect((await c.post('/signup', { email: 'not-an-email', password: PASSWORD })).json.error.code).toBe(
@@ -86,8 +93,9 @@ describe('signup', () => {
     const weak = await c.post('/signup', { email: 'a@example.com', password: 'short' });
     expect([weak.status, weak.json.error.code]).toEqual([400, 'weak_password']);
     await c.signup('a@example.com');
+    // A taken address gets the same answer as a new one (test/signup-enumeration.test.ts).
     const taken = await s.client().post('/signup', { email: 'A@example.com', password: PASSWORD });
-    expect([taken.status, taken.json.error.code]).toEqual([409, 'email_taken']);
+    expect([taken.status, taken.json]).toEqual([202, { next: 'login' }]);
     const missing = await s.client().post('/signup', { email: 'b@example.com' });
     expect([missing.status, missing.json.error.code]).toEqual([400, 'invalid_request']);
   });
@@ -105,7 +113,7 @@ describe('signup', () => {
     expect(weak.json.error.code).toBe('weak_password');
     expect(
       (await s.client().post('/signup', { email: 'admin@example.com', password: PASSWORD })).status,
-    ).toBe(201);
+    ).toBe(202);
     const second = await s.client().post('/signup', { email: 'second@example.com', password: PASSWORD });
     expect([second.status, second.json.error.code]).toEqual([403, 'signup_closed']);
   });
@@ -129,7 +137,7 @@ describe('login, me, logout, password', () => {
     expect((await c.get('/me')).status).toBe(401);
     const r = await c.post('/login', { email: 'A@EXAMPLE.com', password: PASSWORD });
     expect(r.status).toBe(200);
-    expect(r.json).toEqual({ account });
+    expect(r.json).toEqual({ account, key: null, notices: [] });
     expect((await c.get('/me')).json.account).toEqual(account);
     expect((await c.post('/logout', {})).status).toBe(204);
     expect((await c.get('/me')).status).toBe(401);

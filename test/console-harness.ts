@@ -125,9 +125,12 @@ export class Client {
     return this.call('PATCH', path, body, headers);
   }
 
+  /** Sign-up then the first sign-in, as the console does: the reply is the login's (account, default key). */
   async signup(email: string, password = 'correct horse battery'): Promise<Reply> {
     const r = await this.post('/signup', { email, password });
-    if (r.status !== 201) throw new Error(`signup failed: ${r.status} ${r.text}`);
-    return r;
+    if (r.status !== 202) throw new Error(`signup failed: ${r.status} ${r.text}`);
+    const login = await this.post('/login', { email, password });
+    if (login.status !== 200) throw new Error(`first sign-in failed: ${login.status} ${login.text}`);
+    return login;
   }
 }

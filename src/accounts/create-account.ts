@@ -18,21 +18,36 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-export async function createAccount(
-  deps: KeyDeps,
-  input: { email: string; password: string },
-  opts: { onlyIfFirst?: boolean } = {},
-): Promise<{ account: Account; key: CreatedKey }> {
+/** Marks that an account's `default` key was issued (by creation here, or at first sign-in: sign-up.ts). */
+export const DEFAULT_KEY_MARKER = (accountId: string) => `default_key_issued:${accountId}`;
+
+/** The normalised email, or 400 for a bad address or a weak password (answers that depend on the input only). */
+export function checkSignupInput(input: { email: string; password: string }): string {
   const email = normalizeEmail(input.email);
   if (!EMAIL.test(email) || email.length > 254)
     throw new ApiError(400, 'invalid_email', 'Enter a valid email address.');
   const problem = validatePassword(input.password);
   if (problem) throw new ApiError(400, 'weak_password', problem);
-  const id = newId();
+  return email;
+}
+
+/** "invite" sign-up: only the request that claims the very first account may go on. */
+export async function claimBootstrap(deps: KeyDeps, id: string): Promise<void> {
   // Claimed only after validation, so a typo does not burn the bootstrap.
-  if (opts.onlyIfFirst && (await deps.store.ensureSecret(FIRST_ACCOUNT_MARKER, id)) !== id) {
+  if ((await deps.store.ensureSecret(FIRST_ACCOUNT_MARKER, id)) !== id) {
     throw new ApiError(403, 'signup_closed', 'Sign-up is by invitation only.');
   }
+}
+
+/** An account with its default key at once: the CLI's `users create` (the console signs up via sign-up.ts). */
+export async function createAccount(
+  deps: KeyDeps,
+  input: { email: string; password: string },
+  opts: { onlyIfFirst?: boolean } = {},
+): Promise<{ account: Account; key: CreatedKey }> {
+  const email = checkSignupInput(input);
+  const id = newId();
+  if (opts.onlyIfFirst) await claimBootstrap(deps, id);
   if (await deps.store.getAccountByEmail(email)) {
     throw new ApiError(409, 'email_taken', 'An account with this email already exists.');
   }
@@ -42,6 +57,7 @@ export async function createAccount(
     password_hash: await hashPassword(input.password),
   });
   await deps.store.ensureSecret(FIRST_ACCOUNT_MARKER, account.id);
+  await deps.store.ensureSecret(DEFAULT_KEY_MARKER(account.id), account.id);
   const key = await createKey(deps, { accountId: account.id, name: 'default' });
   return { account, key };
 }

@@ -1,9 +1,10 @@
 /** signup, login, logout, me, password. */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { createAccount, normalizeEmail } from '../accounts/create-account.js';
+import { normalizeEmail } from '../accounts/create-account.js';
 import { dummyHash, hashPassword, validatePassword, verifyPassword } from '../accounts/password.js';
 import { deleteSession, deleteSessionsForAccount } from '../accounts/sessions.js';
+import { issueFirstKey, signUp, takeSignupNotices } from '../accounts/sign-up.js';
 import type { ThrottleSubject } from '../accounts/throttle.js';
 import { ApiError } from '../errors.js';
 import { accountView, requireAccount, secureCookies, startSession } from './auth.js';
@@ -39,16 +40,16 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     // "invite": only the very first account may sign up (bootstrap); everyone else via the CLI.
     if (ctx.config.signup === 'closed') throw new ApiError(403, 'signup_closed', 'Sign-up is closed.');
     const body = parseInput(credentials, request.body);
-    // 409 email_taken says an address has an account: counted like a login attempt, so addresses cannot be
-    // tested at volume. A successful sign-up takes its attempt back, as a login does.
-    const subject = { email: normalizeEmail(body.email), ip: request.ip };
-    const attemptId = await attemptOrRefuse(ctx, subject);
-    const { account, key } = await createAccount(ctx.keys, body, {
+    // The same 202, in the same time, whether or not the address has an account: nothing to enumerate.
+    // Counted per IP and per address (its own window: a sign-up must not lock the account's logins), never
+    // taken back (taking it back only for new accounts would tell); bounds notices sent to an owner too.
+    await attemptOrRefuse(ctx, { email: `signup:${normalizeEmail(body.email)}`, ip: request.ip });
+    const { created } = await signUp(ctx.keys, body, {
       onlyIfFirst: ctx.config.signup === 'invite',
+      ip: request.ip,
     });
-    await ctx.throttle.recordSuccess(subject, attemptId);
-    await startSession(ctx, request, reply, account.id);
-    return reply.code(201).send({ account: accountView(account), key: createdKeyView(key) });
+    if (!created) request.log.info('sign-up for an existing address; its owner is told at next sign-in');
+    return reply.code(202).send({ next: 'login' });
   });
 
   app.post('/login', async (request, reply) => {
@@ -61,7 +62,10 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     if (!account || !ok) throw invalidCredentials();
     await ctx.throttle.recordSuccess(subject, attemptId);
     await startSession(ctx, request, reply, account.id);
-    return { account: accountView(account) };
+    // First sign-in after sign-up: the default key, shown once. Every sign-in: sign-up attempts on this address.
+    const key = await issueFirstKey(ctx.keys, account.id);
+    const notices = await takeSignupNotices(ctx.keys, account.id);
+    return { account: accountView(account), key: key ? createdKeyView(key) : null, notices };
   });
 
   app.post('/logout', async (request, reply) => {

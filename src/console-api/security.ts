@@ -15,6 +15,7 @@ export const CONTENT_SECURITY_POLICY = [
   "connect-src 'self'",
   "frame-ancestors 'none'",
   "base-uri 'none'",
+  "object-src 'none'",
   "form-action 'self'",
 ].join('; ');
 

@@ -7,6 +7,7 @@ import type { Outcome, Provider, RequestLogRow } from '../log/record.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
 import { providerCredential, redactHeaders } from './headers.js';
+import { redactPathQuery } from './redact.js';
 
 export interface Exchange {
   id: string;
@@ -115,7 +116,7 @@ export function toLogRow(
     account_id: ex.key!.account_id,
     provider: ex.provider!,
     method: req.method ?? 'GET',
-    path: ex.path.slice(0, 2048),
+    path: redactPathQuery(ex.path).slice(0, 2048),
     model,
     stream: ex.info?.stream ?? false,
     status: ex.status,

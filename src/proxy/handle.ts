@@ -27,7 +27,12 @@ import {
 import { readBody } from './body.js';
 import { pump } from './pump.js';
 import { newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
-import { filterResponseHeaders, findDuplicateSingleton, forwardRequestHeaders } from './headers.js';
+import {
+  filterResponseHeaders,
+  findDuplicateSingleton,
+  forwardRequestHeaders,
+  hasUnderscoreKeyHeader,
+} from './headers.js';
 import { classifyUpstreamError } from './upstream-errors.js';
 import { resolveTarget } from './target.js';
 
@@ -81,6 +86,8 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Unsupported method.'));
   const dup = findDuplicateSingleton(req.rawHeaders);
   if (dup) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', `Duplicate ${dup} header.`));
+  if (hasUnderscoreKeyHeader(req.rawHeaders))
+    return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Send the key as proxy-api-key.'));
 
   // 2. Authenticate: format and checksum, then the in-memory cache; no database read in the steady state.
   const presented = req.headers['proxy-api-key'];
@@ -153,7 +160,7 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     contentType.startsWith('text/event-stream') &&
     (encoding === undefined || (typeof encoding === 'string' && isDecodableEncoding(encoding)))
   ) {
-    stripper = createUsageStripper(encoding);
+    stripper = createUsageStripper(encoding, { maxEventBytes: ctx.config.sseEventBytes });
     delete headers['content-length'];
     delete headers['content-encoding'];
   }
@@ -163,7 +170,11 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   const tap = createResponseTap(
     ex.info,
     { status: upstream.statusCode, headers: upstream.headers },
-    { bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0 },
+    {
+      bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0,
+      maxDecodedBytes: ctx.config.usageDecodeBytes,
+      maxEventBytes: ctx.config.sseEventBytes,
+    },
   );
   res.writeHead(upstream.statusCode, headers);
   // Node holds the head until the first body write. For a stream, upstream already sent its head and SDKs
@@ -235,6 +246,7 @@ function refuse(
       'content-length': Buffer.byteLength(body),
       'x-keyrelay-error': err.code,
       'x-keyrelay-request-id': ex.id,
+      'x-content-type-options': 'nosniff',
     };
     if (err.retryAfterSeconds !== undefined) headers['retry-after'] = err.retryAfterSeconds;
     // An unread body (413, refused before reading) would be taken for the next request on this connection.

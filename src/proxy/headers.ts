@@ -3,6 +3,7 @@
  * values and order reach upstream byte-for-byte; only what must not cross is dropped.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { isSecretName, REDACTED, redactValue } from './redact.js';
 
 // RFC 9110 §7.6.1 hop-by-hop fields, plus the legacy ones proxies still see.
 const HOP_BY_HOP = new Set([
@@ -17,7 +18,7 @@ const HOP_BY_HOP = new Set([
   'proxy-authorization',
 ]);
 
-/** Request headers never forwarded (besides hop-by-hop, `proxy-*` and those named in Connection). */
+/** Request headers never forwarded (besides hop-by-hop, `proxy-*`/`proxy_*` and those named in Connection). */
 const REQUEST_DROP = new Set([
   'host',
   'cookie',
@@ -69,6 +70,8 @@ export function forwardRequestHeaders(
       HOP_BY_HOP.has(lower) ||
       REQUEST_DROP.has(lower) ||
       lower.startsWith('proxy-') ||
+      // Same meaning to anyone who maps `_` to `-` (CGI, some proxies): never forwarded either.
+      lower.startsWith('proxy_') ||
       lower.startsWith('x-forwarded-') ||
       named.has(lower)
     ) {
@@ -90,23 +93,29 @@ export function filterResponseHeaders(headers: IncomingHttpHeaders): Record<stri
   return out;
 }
 
-const SECRET_NAME = /(^|-)(authorization|api-key|cookie|token|secret|key)($|-)/i;
-
-/** Header map for the log row: every credential-like value replaced, never stored. */
+/** Header map for the log row: every credential, by name or by the look of its value, replaced. */
 export function redactHeaders(
   headers: IncomingHttpHeaders | Record<string, string | string[]>,
 ): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    out[name] =
-      SECRET_NAME.test(name) || name === 'set-cookie'
-        ? '[redacted]'
-        : Array.isArray(value)
-          ? value.join(', ')
-          : value;
+    out[name] = isSecretName(name) ? REDACTED : redactValue(Array.isArray(value) ? value.join(', ') : value);
   }
   return out;
+}
+
+/**
+ * `proxy_api_key`, any case: refused, not taken as the key. A proxy in front may drop or rename
+ * underscore names (nginx drops them by default), so the same request could authenticate as different
+ * keys depending on the path it took; an explicit refusal names the fix instead.
+ */
+export function hasUnderscoreKeyHeader(rawHeaders: readonly string[]): boolean {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'proxy_api_key') return true;
+  }
+  return false;
 }
 
 /** The provider credential as sent (`x-api-key` or `Authorization`), for fingerprinting only. */

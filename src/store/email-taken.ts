@@ -8,6 +8,10 @@ export function emailTakenError(): ApiError {
   return new ApiError(409, 'email_taken', 'An account with this email already exists.');
 }
 
+export function isEmailTaken(err: unknown): boolean {
+  return err instanceof ApiError && err.code === 'email_taken';
+}
+
 export function normalizeStoredEmail(email: string): string {
   return email.trim().toLowerCase();
 }

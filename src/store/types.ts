@@ -105,6 +105,11 @@ export interface ConfigStore {
    * under `name` unless one exists, and returns the stored value either way.
    */
   ensureSecret(name: string, candidate: string): Promise<string>;
+  /**
+   * Removes and returns every entry whose name starts with `prefix` (oldest first): one-shot records such as
+   * the notices shown to an account at its next sign-in. Two concurrent callers may both see an entry.
+   */
+  takeSecrets(prefix: string): Promise<Array<{ name: string; value: string }>>;
 
   createSession(s: SessionRecord): Promise<void>;
   getSession(idHash: string): Promise<SessionRecord | null>;

@@ -1,12 +1,22 @@
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { createBodyDecoder } from './decoder.js';
+import { createBodyDecoder, type BodyDecoder } from './decoder.js';
+
+/** Writes a chunk and reads every decoded piece of it. */
+function push(decoder: BodyDecoder, chunk: Buffer): Buffer[] {
+  decoder.write(chunk);
+  const out: Buffer[] = [];
+  for (let piece = decoder.read(); piece; piece = decoder.read()) out.push(piece);
+  return out;
+}
 
 function decodeAll(encoding: string, chunks: Buffer[]): Buffer {
   const decoder = createBodyDecoder(encoding)!;
   const out: Buffer[] = [];
-  for (const c of chunks) out.push(...decoder.push(c));
-  out.push(...decoder.end());
+  for (const c of chunks) out.push(...push(decoder, c));
+  decoder.end();
+  for (let piece = decoder.read(); piece; piece = decoder.read()) out.push(piece);
+  decoder.close();
   return Buffer.concat(out);
 }
 
@@ -39,7 +49,7 @@ describe('createBodyDecoder', () => {
       compressor.write(half);
       await new Promise<void>((resolve) => compressor.flush(() => resolve()));
       const decoder = createBodyDecoder(encoding)!;
-      expect(Buffer.concat(decoder.push(Buffer.concat(sent))).equals(half), encoding).toBe(true);
+      expect(Buffer.concat(push(decoder, Buffer.concat(sent))).equals(half), encoding).toBe(true);
       compressor.destroy();
     }
   });
@@ -54,8 +64,30 @@ describe('createBodyDecoder', () => {
   });
 
   it('throws on corrupt input rather than returning garbage', () => {
-    expect(() => createBodyDecoder('gzip')!.push(Buffer.from('plain text, not gzip'))).toThrow();
-    expect(() => createBodyDecoder('br')!.push(Buffer.from('plain text, not brotli at all'))).toThrow();
-    expect(() => createBodyDecoder('zstd')!.push(Buffer.from('plain text, not zstd'))).toThrow();
+    expect(() => push(createBodyDecoder('gzip')!, Buffer.from('plain text, not gzip'))).toThrow();
+    expect(() => push(createBodyDecoder('br')!, Buffer.from('plain text, not brotli at all'))).toThrow();
+    expect(() => push(createBodyDecoder('zstd')!, Buffer.from('plain text, not zstd'))).toThrow();
+  });
+
+  it('hands a decompression bomb out piece by piece, never all at once', () => {
+    // ~1 KB of brotli or gzip that decodes to 256 MiB of zeros.
+    const zeros = Buffer.alloc(256 * 1024 * 1024);
+    for (const [encoding, bomb] of [
+      ['br', zlib.brotliCompressSync(zeros)],
+      ['gzip', zlib.gzipSync(zeros, { level: 9 })],
+    ] as const) {
+      const decoder = createBodyDecoder(encoding)!;
+      decoder.write(bomb);
+      let total = 0;
+      for (let i = 0; i < 1000; i++) {
+        const piece = decoder.read();
+        expect(piece).not.toBeNull();
+        expect(piece!.length).toBeLessThanOrEqual(16 * 1024);
+        total += piece!.length;
+      }
+      expect(total).toBeGreaterThan(1024 * 1024);
+      decoder.close();
+      expect(decoder.read()).toBeNull();
+    }
   });
 });

@@ -10,11 +10,19 @@
 import zlib from 'node:zlib';
 import { Decompress as ZstdDecompress } from 'fzstd';
 
+/**
+ * Pull-style, so no caller ever holds more than one piece of output: a few hundred compressed bytes can
+ * expand to gigabytes (a decompression bomb), and all of a chunk's output at once would be all of that.
+ */
 export interface BodyDecoder {
-  /** Decoded bytes for this chunk (possibly none yet). Throws on corrupt input. */
-  push(chunk: Buffer): Buffer[];
-  /** Whatever is left, at the end of the body (a truncated body yields what could be decoded). */
-  end(): Buffer[];
+  /** The next compressed chunk; read() until null before writing the next one. */
+  write(chunk: Buffer): void;
+  /** The next piece of decoded output (at most 16 KiB from zlib), or null when the input written so far is used up. Throws on corrupt input. */
+  read(): Buffer | null;
+  /** End of the body: read() then yields whatever is left (a truncated body yields what could be decoded). */
+  end(): void;
+  /** Stops decoding and frees the decoder's memory; read() yields null from now on. */
+  close(): void;
 }
 
 type ZlibKind = 'gzip' | 'deflate' | 'deflate-raw' | 'br';
@@ -75,54 +83,67 @@ function createHandleDecoder(kind: ZlibKind): BodyDecoder | null {
       engine.close();
     }
   };
+  let input: Buffer | null = null;
+  let inOff = 0;
+  let availIn = 0;
   return {
-    push(chunk) {
+    write(chunk) {
       if (closed) throw new Error(`${kind} decoder is closed`);
-      const out: Buffer[] = [];
-      let inOff = 0;
-      let availIn = chunk.length;
-      for (;;) {
-        handle.writeSync(flush, chunk, inOff, availIn, scratch, 0, OUT_CHUNK);
-        if (error) {
-          close();
-          throw error;
-        }
-        const availOutAfter = state[0] ?? 0;
-        const availInAfter = state[1] ?? 0;
-        const have = OUT_CHUNK - availOutAfter;
-        if (have > 0) out.push(Buffer.from(scratch.subarray(0, have)));
-        // Output space left over means zlib consumed all it could; otherwise go round for more output.
-        if (availOutAfter !== 0) break;
-        inOff += availIn - availInAfter;
-        availIn = availInAfter;
+      input = input && availIn > 0 ? Buffer.concat([input.subarray(inOff, inOff + availIn), chunk]) : chunk;
+      inOff = 0;
+      availIn = input.length;
+    },
+    read() {
+      if (closed || !input) return null;
+      handle.writeSync(flush, input, inOff, availIn, scratch, 0, OUT_CHUNK);
+      if (error) {
+        close();
+        throw error;
       }
-      return out;
+      const availOutAfter = state[0] ?? 0;
+      const availInAfter = state[1] ?? 0;
+      const have = OUT_CHUNK - availOutAfter;
+      inOff += availIn - availInAfter;
+      availIn = availInAfter;
+      // Output space left over means zlib consumed all it could; otherwise there is more output to come.
+      if (availOutAfter !== 0) input = null;
+      return have > 0 ? Buffer.from(scratch.subarray(0, have)) : null;
     },
     end() {
-      close();
-      return [];
+      // Everything written has been read: nothing is held back past a sync flush.
     },
+    close,
   };
 }
 
 /** Public-API fallback: keep the compressed bytes (bounded) and decode once at the end. */
 function createBufferingDecoder(kind: ZlibKind): BodyDecoder {
-  const parts: Buffer[] = [];
+  let parts: Buffer[] = [];
   let size = 0;
+  let out: Buffer | null = null;
   return {
-    push(chunk) {
+    write(chunk) {
       if (size + chunk.length > FALLBACK_MAX_BYTES) throw new Error('compressed body too large to decode');
       parts.push(chunk);
       size += chunk.length;
-      return [];
+    },
+    read() {
+      const piece = out;
+      out = null;
+      return piece;
     },
     end() {
       const all = Buffer.concat(parts, size);
-      const opts = { finishFlush: flushFlag(kind) };
-      if (kind === 'gzip') return [zlib.gunzipSync(all, opts)];
-      if (kind === 'deflate') return [zlib.inflateSync(all, opts)];
-      if (kind === 'deflate-raw') return [zlib.inflateRawSync(all, opts)];
-      return [zlib.brotliDecompressSync(all, opts)];
+      parts = [];
+      const opts = { finishFlush: flushFlag(kind), maxOutputLength: FALLBACK_MAX_BYTES };
+      if (kind === 'gzip') out = zlib.gunzipSync(all, opts);
+      else if (kind === 'deflate') out = zlib.inflateSync(all, opts);
+      else if (kind === 'deflate-raw') out = zlib.inflateRawSync(all, opts);
+      else out = zlib.brotliDecompressSync(all, opts);
+    },
+    close() {
+      parts = [];
+      out = null;
     },
   };
 }
@@ -137,8 +158,12 @@ function checkHandleDecoding(): boolean {
       const decoder = createHandleDecoder(kind);
       if (!decoder) return false;
       const out: Buffer[] = [];
-      for (let i = 0; i < packed.length; i += 7) out.push(...decoder.push(packed.subarray(i, i + 7)));
-      out.push(...decoder.end());
+      for (let i = 0; i < packed.length; i += 7) {
+        decoder.write(packed.subarray(i, i + 7));
+        for (let piece = decoder.read(); piece; piece = decoder.read()) out.push(piece);
+      }
+      decoder.end();
+      decoder.close();
       if (!Buffer.concat(out).equals(sample)) return false;
     }
     return true;
@@ -157,50 +182,82 @@ function createZlibDecoder(kind: ZlibKind): BodyDecoder {
 function createDeflateDecoder(): BodyDecoder {
   let inner: BodyDecoder | null = null;
   let head: Buffer | null = null;
+  let closed = false;
   return {
-    push(chunk) {
-      if (!inner) {
-        head = head ? Buffer.concat([head, chunk]) : chunk;
-        if (head.length < 2) return [];
-        const b0 = head[0] ?? 0;
-        const b1 = head[1] ?? 0;
-        const zlibWrapped = (b0 & 0x0f) === 8 && (b0 * 256 + b1) % 31 === 0;
-        inner = createZlibDecoder(zlibWrapped ? 'deflate' : 'deflate-raw');
-        const first = head;
-        head = null;
-        return inner.push(first);
-      }
-      return inner.push(chunk);
+    write(chunk) {
+      if (inner) return inner.write(chunk);
+      head = head ? Buffer.concat([head, chunk]) : chunk;
+      if (head.length < 2 || closed) return;
+      const b0 = head[0] ?? 0;
+      const b1 = head[1] ?? 0;
+      const zlibWrapped = (b0 & 0x0f) === 8 && (b0 * 256 + b1) % 31 === 0;
+      inner = createZlibDecoder(zlibWrapped ? 'deflate' : 'deflate-raw');
+      inner.write(head);
+      head = null;
     },
-    end() {
-      if (!inner) return [];
-      return inner.end();
+    read: () => inner?.read() ?? null,
+    end: () => inner?.end(),
+    close() {
+      closed = true;
+      head = null;
+      inner?.close();
     },
   };
 }
 
+/**
+ * fzstd decodes all of what it is given at once; fed in small slices, one read() produces at most the
+ * blocks that slice completes (a block decodes to 128 KiB at most; an RLE block takes 4 bytes).
+ */
+const ZSTD_SLICE = 64;
+
 function createZstdDecoder(): BodyDecoder {
   let out: Buffer[] = [];
+  let input: Buffer | null = null;
+  let closed = false;
   const decompress = new ZstdDecompress((data: Uint8Array) => {
     // fzstd may reuse its window buffer: copy.
     out.push(Buffer.from(data));
   });
   return {
-    push(chunk) {
-      decompress.push(chunk);
-      const produced = out;
-      out = [];
-      return produced;
+    write(chunk) {
+      input = input ? Buffer.concat([input, chunk]) : chunk;
     },
-    end() {
-      const produced = out;
+    read() {
+      while (out.length === 0 && input && !closed) {
+        const slice = input.subarray(0, ZSTD_SLICE);
+        input = input.length > ZSTD_SLICE ? input.subarray(ZSTD_SLICE) : null;
+        decompress.push(slice);
+      }
+      return out.shift() ?? null;
+    },
+    end() {},
+    close() {
+      closed = true;
+      input = null;
       out = [];
-      return produced;
     },
   };
 }
 
-const identity: BodyDecoder = { push: (chunk) => [chunk], end: () => [] };
+/** The identity "decoder": each chunk read back once as it is. */
+function createIdentityDecoder(): BodyDecoder {
+  let pending: Buffer | null = null;
+  return {
+    write(chunk) {
+      pending = chunk;
+    },
+    read() {
+      const piece = pending;
+      pending = null;
+      return piece;
+    },
+    end() {},
+    close() {
+      pending = null;
+    },
+  };
+}
 
 /** null when the encoding is unknown (e.g. `compress`): the body cannot be read. */
 export function createBodyDecoder(contentEncoding: string | undefined): BodyDecoder | null {
@@ -208,7 +265,7 @@ export function createBodyDecoder(contentEncoding: string | undefined): BodyDeco
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
-  if (codings.length === 0) return identity;
+  if (codings.length === 0) return createIdentityDecoder();
   if (codings.length > 1) return null; // stacked codings: never seen from these providers
   switch (codings[0]) {
     case 'gzip':
@@ -223,6 +280,11 @@ export function createBodyDecoder(contentEncoding: string | undefined): BodyDeco
     default:
       return null;
   }
+}
+
+/** Whether a content-encoding is one the decoders above undo (not identity). */
+export function isCompressed(contentEncoding: string | undefined): boolean {
+  return (contentEncoding ?? '').split(',').some((c) => !['', 'identity'].includes(c.trim().toLowerCase()));
 }
 
 /** Whether createUsageStripper can decode this coding (and so send identity bytes on). */

@@ -12,6 +12,9 @@ const ANTHROPIC_ZSTD =
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 
+/** keyrelay's defaults (KEYRELAY_USAGE_DECODE_BYTES, KEYRELAY_SSE_EVENT_BYTES). */
+const CAPS = { maxDecodedBytes: 64 * 1024 * 1024, maxEventBytes: 2 * 1024 * 1024 };
+
 function request(provider: 'openai' | 'anthropic', path: string, body: unknown): RequestInfo {
   return parseRequestInfo(provider, path, json(body), 'application/json');
 }
@@ -50,7 +53,7 @@ interface Run {
 }
 
 function runTap({ info, headers = SSE, status = 200, chunks, complete = true, bodyLogBytes = 65536 }: Run) {
-  const tap = createResponseTap(info, { status, headers }, { bodyLogBytes });
+  const tap = createResponseTap(info, { status, headers }, { ...CAPS, bodyLogBytes });
   for (const c of chunks) tap.write(c);
   return { usage: tap.finish(complete), body: tap.body() };
 }
@@ -196,7 +199,7 @@ describe('createResponseTap on SSE streams', () => {
   });
 
   it('answers finish() once and ignores writes after it', () => {
-    const tap = createResponseTap(chatRequest, { status: 200, headers: SSE }, { bodyLogBytes: 10 });
+    const tap = createResponseTap(chatRequest, { status: 200, headers: SSE }, { ...CAPS, bodyLogBytes: 10 });
     tap.write(Buffer.from(openAIChatStream({ includeUsage: true })));
     const first = tap.finish(true);
     tap.write(Buffer.from('data: {"usage":{"prompt_tokens":1}}\n\n'));
@@ -520,5 +523,32 @@ describe('ResponseTap.body', () => {
   it('keeps the stream text even for the deltas containing emoji', () => {
     const { body } = runTap({ info: chatRequest, chunks: [...splits(bytes)].at(-1)! });
     for (const d of DELTAS) expect(body.text).toContain(JSON.stringify(d).slice(1, -1));
+  });
+});
+
+describe('createResponseTap limits', () => {
+  it('stops decoding a compressed body at maxDecodedBytes and estimates instead of failing', () => {
+    const body = json({
+      id: 'x',
+      object: 'chat.completion',
+      model: 'gpt-4o-mini',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'w '.repeat(600_000) } }],
+      usage: { prompt_tokens: 11, completion_tokens: 600_000, total_tokens: 600_011 },
+    });
+    const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip' };
+    const packed = zlib.gzipSync(body);
+    const read = (maxDecodedBytes: number) => {
+      const tap = createResponseTap(
+        chatRequest,
+        { status: 200, headers },
+        { ...CAPS, bodyLogBytes: 100, maxDecodedBytes },
+      );
+      for (let i = 0; i < packed.length; i += 1000) tap.write(packed.subarray(i, i + 1000));
+      return { usage: tap.finish(true), body: tap.body() };
+    };
+    expect(read(CAPS.maxDecodedBytes).usage).toMatchObject({ source: 'provider', output_tokens: 600_000 });
+    const capped = read(64 * 1024);
+    expect(capped.usage.source).toBe('estimated');
+    expect(capped.body).toEqual({ text: body.subarray(0, 100).toString(), truncated: true });
   });
 });

@@ -3,7 +3,7 @@
  * observes; never throws into the proxy (a body it cannot read yields an estimate or `none`).
  */
 import { BodyPrefix, HeadTail } from './body-buffers.js';
-import { createBodyDecoder, type BodyDecoder } from './decoder.js';
+import { createBodyDecoder, isCompressed, type BodyDecoder } from './decoder.js';
 import { collectResponseText, estimateRequestTokens, OutputCounter } from './estimate.js';
 import {
   anthropicCounts,
@@ -43,50 +43,81 @@ const NO_TOKENS: TokenCounts = {
   reasoning_tokens: null,
 };
 
+export interface TapOptions {
+  bodyLogBytes: number;
+  /**
+   * Decoded bytes of a compressed body read for usage at most; past that decoding stops (usage is then
+   * estimated). A few hundred compressed bytes can expand to gigabytes: all of it would be CPU on the event
+   * loop for nothing. Identity bodies are not counted: their bytes came over the wire anyway.
+   */
+  maxDecodedBytes: number;
+  /** An SSE event bigger than this is read from its head and tail only. */
+  maxEventBytes: number;
+}
+
 export function createResponseTap(
   info: RequestInfo,
   res: { status: number; headers: Headers },
-  opts: { bodyLogBytes: number },
+  opts: TapOptions,
 ): ResponseTap {
   const endpoint = classifyEndpoint(info.provider, info.path);
   const contentType = (header(res.headers, 'content-type') ?? '').toLowerCase();
   // A stream without a content-type is still a stream when the caller asked for one.
   const isSse = contentType.includes('text/event-stream') || (contentType === '' && info.stream);
-  const decoder: BodyDecoder | null = createBodyDecoder(header(res.headers, 'content-encoding'));
+  const encoding = header(res.headers, 'content-encoding');
+  const decoder: BodyDecoder | null = createBodyDecoder(encoding);
+  const maxDecoded = isCompressed(encoding) ? opts.maxDecodedBytes : Number.POSITIVE_INFINITY;
+  let decodedBytes = 0;
+  let stopped = false;
   const prefix = opts.bodyLogBytes > 0 ? new BodyPrefix(opts.bodyLogBytes) : null;
   const output = new OutputCounter();
   // Only token-billed endpoints are parsed; the rest just feed the body log.
-  const stream: StreamReader | null = isSse && endpoint ? createStreamReader(endpoint, output) : null;
+  const stream: StreamReader | null =
+    isSse && endpoint ? createStreamReader(endpoint, output, opts.maxEventBytes) : null;
   const json = !isSse && endpoint ? new HeadTail(MAX_JSON_BYTES, JSON_EDGE_BYTES) : null;
   let unreadable = decoder === null;
   let result: Usage | null = null;
 
-  const take = (decoded: Buffer[]) => {
-    for (const buf of decoded) {
-      prefix?.add(buf);
-      stream?.push(buf);
-      json?.add(buf);
+  // Nothing left to learn: no usage to read and the log's prefix full (or none kept).
+  const done = () => !stream && !json && (!prefix || prefix.size > opts.bodyLogBytes);
+  const stop = () => {
+    stopped = true;
+    decoder?.close();
+  };
+  /** Takes every decoded piece of what was written, one at a time, until a cap or nothing more to learn. */
+  const drain = () => {
+    if (!decoder) return;
+    for (let piece = decoder.read(); piece; piece = decoder.read()) {
+      decodedBytes += piece.length;
+      prefix?.add(piece);
+      stream?.push(piece);
+      json?.add(piece);
+      if (decodedBytes >= maxDecoded || done()) return stop();
     }
   };
 
   return {
     write(chunk) {
-      if (unreadable || result || !decoder) return;
+      if (unreadable || result || stopped || !decoder) return;
       try {
-        take(decoder.push(chunk));
+        decoder.write(chunk);
+        drain();
       } catch {
         unreadable = true; // corrupt encoding: keep what was read, stop reading
+        decoder.close();
       }
     },
     // Whether the stream was cut short shows in what arrived: no final usage event, or unparsable JSON.
     finish() {
       if (result) return result;
-      if (!unreadable && decoder) {
+      if (!unreadable && !stopped && decoder) {
         try {
-          take(decoder.end());
+          decoder.end();
+          drain();
         } catch {
           unreadable = true;
         }
+        decoder.close();
       }
       try {
         stream?.end();

@@ -14,7 +14,15 @@ export interface SseSegment {
   isEvent: boolean;
   /** true when the event outgrew maxEventBytes: `raw` then holds only its head and tail. */
   clipped: boolean;
+  /**
+   * In 'pass' mode, a piece of an event that outgrew maxEventBytes: its bytes in order, as they come, never
+   * held whole. The pieces of one event together are exactly its bytes; none of them is parsable alone.
+   */
+  passed?: boolean;
 }
+
+/** What becomes of an event over maxEventBytes: 'clip' keeps its head and tail, 'pass' emits it in pieces. */
+export type OversizeMode = 'clip' | 'pass';
 
 export class SseSplitter {
   private parts: Buffer[] = [];
@@ -24,11 +32,20 @@ export class SseSplitter {
   private clipped = false;
   private tail: Buffer[] = [];
   private tailSize = 0;
+  private passing = false;
+  private onSegment: (segment: SseSegment) => void = () => {};
 
-  /** maxEventBytes bounds memory: past it an event keeps its first and last maxEventBytes/2 bytes. */
-  constructor(private readonly maxEventBytes = Number.POSITIVE_INFINITY) {}
+  /**
+   * maxEventBytes bounds memory: past it an event keeps its first and last maxEventBytes/2 bytes ('clip'),
+   * or is emitted piece by piece as it arrives ('pass').
+   */
+  constructor(
+    private readonly maxEventBytes = Number.POSITIVE_INFINITY,
+    private readonly oversize: OversizeMode = 'clip',
+  ) {}
 
   push(chunk: Buffer, onSegment: (segment: SseSegment) => void): void {
+    this.onSegment = onSegment;
     let start = 0; // where the current event's bytes begin in this chunk
     let i = 0;
     // indexOf (memchr) finds line breaks; bytes between them only need counting.
@@ -47,7 +64,7 @@ export class SseSplitter {
       i = j + 1;
       if (chunk[j] === LF && this.lastWasCR) {
         this.lastWasCR = false;
-        if (this.size === 0 && j === start) {
+        if (this.size === 0 && j === start && !this.passing) {
           // The LF of a CRLF whose CR already ended the previous event.
           onSegment({ raw: chunk.subarray(j, j + 1), isEvent: false, clipped: false });
           start = j + 1;
@@ -66,14 +83,24 @@ export class SseSplitter {
 
   /** Bytes of an unterminated last event, if any (a stream cut short, or no final blank line). */
   end(onSegment: (segment: SseSegment) => void): void {
+    this.onSegment = onSegment;
     if (this.size > 0 || this.tailSize > 0) this.emit(Buffer.alloc(0), onSegment);
+    this.passing = false;
   }
 
   private append(piece: Buffer): void {
+    if (this.passing) return void this.pass(piece);
     if (!this.clipped && this.size + piece.length <= this.maxEventBytes) {
       this.parts.push(piece);
       this.size += piece.length;
       return;
+    }
+    if (this.oversize === 'pass') {
+      this.passing = true;
+      const held = Buffer.concat([...this.parts, piece]);
+      this.parts = [];
+      this.size = 0;
+      return void this.pass(held);
     }
     if (!this.clipped) {
       // Keep the head (event name, start of data) and from now on a rolling tail (where usage sits).
@@ -96,13 +123,23 @@ export class SseSplitter {
     }
   }
 
+  private pass(piece: Buffer): void {
+    if (piece.length > 0) this.onSegment({ raw: piece, isEvent: true, clipped: false, passed: true });
+  }
+
   private emit(last: Buffer, onSegment: (segment: SseSegment) => void): void {
     let raw: Buffer;
-    if (this.size === 0 && this.tailSize === 0) raw = last;
-    else {
-      this.append(last);
+    if (this.passing || this.size > 0 || this.tailSize > 0) {
+      this.append(last); // passes it on when the event is (or has just become) too big to hold
+      if (this.passing) {
+        this.passing = false;
+        return;
+      }
       raw = Buffer.concat(this.clipped ? [...this.parts, ...this.tail] : this.parts);
-    }
+    } else if (last.length > this.maxEventBytes && this.oversize === 'pass') {
+      // Arrived whole in one chunk: treated as if it had come in pieces, so chunking never changes the output.
+      return this.pass(last);
+    } else raw = last;
     const clipped = this.clipped;
     this.parts = [];
     this.size = 0;

@@ -13,9 +13,6 @@ import {
 import { stringEnd } from './json-members.js';
 import { parseSseEvent, SseSplitter, type SseSegment } from './sse-splitter.js';
 
-/** An event bigger than this (a huge `response.completed`) is read from its head and tail only. */
-const MAX_EVENT_BYTES = 2 * 1024 * 1024;
-
 /** Text-bearing string fields of the frequent delta events, read without parsing the event's JSON. */
 const OPENAI_TEXT_FIELDS = /"(?:content|reasoning_content|refusal|arguments|text)"\s*:\s*"/g;
 const ANTHROPIC_TEXT_FIELDS = /"(?:text|thinking|partial_json)"\s*:\s*"/g;
@@ -55,8 +52,13 @@ export interface StreamReader {
   };
 }
 
-export function createStreamReader(endpoint: Endpoint, output: OutputCounter): StreamReader {
-  const splitter = new SseSplitter(MAX_EVENT_BYTES);
+/** An event bigger than maxEventBytes (a huge `response.completed`) is read from its head and tail only. */
+export function createStreamReader(
+  endpoint: Endpoint,
+  output: OutputCounter,
+  maxEventBytes: number,
+): StreamReader {
+  const splitter = new SseSplitter(maxEventBytes);
   let counts: TokenCounts | null = null;
   let model: string | null = null;
   const parts = emptyAnthropicParts();

@@ -11,9 +11,9 @@ function info(body: unknown, path = '/v1/chat/completions', provider: 'openai' |
   return { raw, info: parseRequestInfo(provider, path, raw, 'application/json') };
 }
 
-async function strip(chunks: Buffer[], encoding?: string): Promise<Buffer> {
+async function strip(chunks: Buffer[], encoding?: string, maxEventBytes = 2 * 1024 * 1024): Promise<Buffer> {
   const out: Buffer[] = [];
-  const stripper = createUsageStripper(encoding);
+  const stripper = createUsageStripper(encoding, { maxEventBytes });
   stripper.on('data', (b: Buffer) => out.push(b));
   await new Promise<void>((resolve, reject) => {
     stripper.on('end', resolve);
@@ -132,7 +132,7 @@ describe('createUsageStripper', () => {
   });
 
   it('emits each event as soon as its blank line arrives', async () => {
-    const stripper = createUsageStripper(undefined);
+    const stripper = createUsageStripper(undefined, { maxEventBytes: 2 * 1024 * 1024 });
     const seen: string[] = [];
     stripper.on('data', (b: Buffer) => seen.push(b.toString()));
     const first = without.subarray(0, without.indexOf('\n\n') + 2);
@@ -145,5 +145,50 @@ describe('createUsageStripper', () => {
 
   it('fails the stream on a corrupt compressed body instead of passing garbage', async () => {
     await expect(strip([Buffer.from('not gzip at all')], 'gzip')).rejects.toThrow();
+  });
+});
+
+describe('createUsageStripper limits', () => {
+  const chunk = (content: string) =>
+    `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"${content}"}}],"usage":null}\n\n`;
+  const usage =
+    'data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}\n\n';
+
+  it('passes an event over maxEventBytes on unchanged, piece by piece, and strips the others', async () => {
+    const big = chunk('z'.repeat(50_000));
+    const upstream = Buffer.from(chunk('a') + big + chunk('b') + usage + 'data: [DONE]\n\n');
+    const expected =
+      chunk('a').replace(',"usage":null', '') +
+      big +
+      chunk('b').replace(',"usage":null', '') +
+      'data: [DONE]\n\n';
+    for (const size of [1, 777, 4096, upstream.length]) {
+      const pieces = Array.from({ length: Math.ceil(upstream.length / size) }, (_v, i) =>
+        upstream.subarray(i * size, (i + 1) * size),
+      );
+      expect((await strip(pieces, undefined, 4096)).toString(), `pieces of ${size}`).toBe(expected);
+    }
+    const gz = zlib.gzipSync(upstream);
+    expect((await strip([gz], 'gzip', 4096)).toString()).toBe(expected);
+  });
+
+  it('decodes only as fast as the caller reads', async () => {
+    // 64 MiB of one event from 64 KB of gzip; the caller reads nothing for a while.
+    const event = Buffer.concat([
+      Buffer.from('data: "'),
+      Buffer.alloc(64 * 1024 * 1024, 'q'),
+      Buffer.from('"\n\n'),
+    ]);
+    const stripper = createUsageStripper('gzip', { maxEventBytes: 1024 * 1024 });
+    stripper.write(zlib.gzipSync(event));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(stripper.readableLength).toBeLessThan(2 * 1024 * 1024);
+    let total = 0;
+    stripper.on('data', (b: Buffer) => (total += b.length));
+    await new Promise<void>((resolve) => {
+      stripper.on('end', resolve);
+      stripper.end();
+    });
+    expect(total).toBe(event.length);
   });
 });

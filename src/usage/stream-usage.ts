@@ -35,6 +35,9 @@ export function injectStreamUsage(info: RequestInfo, body: Buffer): Buffer | nul
 
 const USAGE_NULL_TAIL = ',"usage":null}';
 
+/** Decoded bytes the stripper produces in one event-loop turn at most (~1–3 ms of decoding). */
+const DECODE_TURN_BYTES = 1024 * 1024;
+
 /** Where each data line's payload starts and ends in the event text. */
 function dataSpans(text: string): Array<[number, number]> {
   const spans: Array<[number, number]> = [];
@@ -103,33 +106,95 @@ export function stripUsageFromEvent(segment: SseSegment): Buffer {
  * identity: the proxy must then drop `content-encoding` and `content-length` from the response headers.
  * Only for a 2xx `text/event-stream` response (an error body passes through the stripper unchanged, but
  * is held until it ends).
+ *
+ * Memory stays bounded whatever upstream sends: decoding pauses whenever the caller is not reading (a
+ * small compressed chunk can decode to gigabytes), and an event over `maxEventBytes` is never held whole:
+ * it goes on unchanged, piece by piece (a usage chunk is a few hundred bytes, so nothing of ours is in it
+ * but the `"usage":null` member the injected option adds to every chunk, which then stays).
  */
-export function createUsageStripper(contentEncoding: string | undefined): Transform {
+export function createUsageStripper(
+  contentEncoding: string | undefined,
+  opts: { maxEventBytes: number },
+): Transform {
   const decoder = createBodyDecoder(contentEncoding);
   if (!decoder) return new PassThrough(); // unknown coding: cannot look inside, pass it on untouched
-  const splitter = new SseSplitter();
+  const splitter = new SseSplitter(opts.maxEventBytes, 'pass');
+  /** Set while a chunk's output is waiting for the caller to read. */
+  let resume: (() => void) | null = null;
+  /**
+   * Decoded bytes left for this event-loop turn. A caller that reads as fast as we decode never pushes
+   * back (the pipe reads on synchronously, calling drain again and again): other requests get their turn
+   * regardless.
+   */
+  let budget = DECODE_TURN_BYTES;
+  let refill: NodeJS.Immediate | null = null;
+  const spend = (bytes: number) => {
+    budget -= bytes;
+    refill ??= setImmediate(() => {
+      budget = DECODE_TURN_BYTES;
+      refill = null;
+    });
+  };
+  const drain = (callback: (err?: Error) => void): void => {
+    if (stripper.destroyed) return;
+    if (budget <= 0) return void setImmediate(drain, callback);
+    try {
+      for (let decoded = decoder.read(); decoded; decoded = decoder.read()) {
+        splitter.push(decoded, emit);
+        spend(decoded.length);
+        if (stripper.readableLength >= stripper.readableHighWaterMark) {
+          resume = () => drain(callback);
+          return;
+        }
+        if (budget <= 0) return void setImmediate(drain, callback);
+      }
+      callback();
+    } catch (err) {
+      decoder.close();
+      callback(err instanceof Error ? err : new Error(String(err)));
+    }
+  };
   const stripper: Transform = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       try {
-        for (const decoded of decoder.push(chunk)) splitter.push(decoded, emit);
-        callback();
+        decoder.write(chunk);
       } catch (err) {
-        callback(err instanceof Error ? err : new Error(String(err)));
+        return callback(err instanceof Error ? err : new Error(String(err)));
       }
+      drain(callback);
     },
     flush(callback) {
-      try {
-        for (const decoded of decoder.end()) splitter.push(decoded, emit);
+      decoder.end();
+      drain((err) => {
+        decoder.close();
+        if (err) return callback(err);
         splitter.end(emit);
         callback();
-      } catch (err) {
-        callback(err instanceof Error ? err : new Error(String(err)));
-      }
+      });
+    },
+    destroy(err, callback) {
+      resume = null;
+      if (refill) clearImmediate(refill);
+      decoder.close();
+      callback(err);
     },
   });
+  // Transform reads on only once a chunk is done; mid-chunk, the caller's read resumes the decoding.
+  const transformRead = stripper._read.bind(stripper);
+  stripper._read = (size: number) => {
+    const next = resume;
+    resume = null;
+    if (next) next();
+    else transformRead(size);
+  };
   // The LF of a CRLF whose CR ended an event comes as its own segment: it goes wherever that event went.
   let droppedLast = false;
   function emit(segment: SseSegment): void {
+    if (segment.passed) {
+      droppedLast = false;
+      stripper.push(segment.raw);
+      return;
+    }
     if (!segment.isEvent) {
       if (!droppedLast) stripper.push(segment.raw);
       return;

@@ -216,6 +216,19 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
       expect(['candidate-a', 'candidate-b', 'candidate-c', 'candidate-d']).toContain(results[0]);
       expect(await cfg.ensureSecret(name, 'later')).toBe(results[0]);
     });
+
+    it('takeSecrets: returns and removes the entries under a prefix, and only those', async () => {
+      const base = `note_${newId()}:`;
+      await cfg.ensureSecret(`${base}1`, 'one');
+      await cfg.ensureSecret(`${base}2`, 'two');
+      await cfg.ensureSecret(`${base.slice(0, -1)}X1`, 'not under the prefix');
+      expect(await cfg.takeSecrets(base)).toEqual([
+        { name: `${base}1`, value: 'one' },
+        { name: `${base}2`, value: 'two' },
+      ]);
+      expect(await cfg.takeSecrets(base)).toEqual([]);
+      expect(await cfg.ensureSecret(`${base.slice(0, -1)}X1`, 'other')).toBe('not under the prefix');
+    });
   });
 
   describe('sessions', () => {

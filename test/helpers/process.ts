@@ -43,9 +43,21 @@ export interface ServeProcess {
   exited: Promise<number | null>;
 }
 
+export interface ServeOptions {
+  /** Run under another command, e.g. `['prlimit', '--nofile=256:256', '--']`. */
+  wrap?: string[];
+  /** Run the built CLI (bin/keyrelay.js → dist/; `npm run build` first) instead of the sources via tsx. */
+  built?: boolean;
+}
+
 /** `keyrelay serve` on a free port; resolves once it logs that it is listening. */
-export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [...ENTRY, 'serve'], {
+export async function startServeProcess(
+  env: Record<string, string>,
+  opts: ServeOptions = {},
+): Promise<ServeProcess> {
+  const entry = opts.built ? ['bin/keyrelay.js'] : ENTRY;
+  const [command, ...args] = [...(opts.wrap ?? []), process.execPath, ...entry, 'serve'];
+  const child = spawn(command, args, {
     cwd: ROOT,
     // The "listening" line is logged at info: never start quieter than that.
     env: {

@@ -124,9 +124,9 @@ export const api = {
   info: () => call<Info>('GET', '/info'),
   me: () => call<{ account: Account }>('GET', '/me'),
   signup: (email: string, password: string) =>
-    call<{ account: Account; key: CreatedKey }>('POST', '/signup', { email, password }),
+    call<{ next: 'login' }>('POST', '/signup', { email, password }),
   login: (email: string, password: string) =>
-    call<{ account: Account }>('POST', '/login', { email, password }),
+    call<{ account: Account; key: CreatedKey | null }>('POST', '/login', { email, password }),
   logout: () => call<void>('POST', '/logout', {}),
   changePassword: (current_password: string, new_password: string) =>
     call<void>('POST', '/password', { current_password, new_password }),

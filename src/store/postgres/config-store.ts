@@ -305,6 +305,20 @@ export class PgConfigStore implements ConfigStore {
     return r!.value as string;
   }
 
+  async takeSecrets(prefix: string): Promise<Array<{ name: string; value: string }>> {
+    const rows = await this.rows(
+      'DELETE FROM secrets WHERE left(name, $1) = $2 RETURNING name, value, created_at',
+      [prefix.length, prefix],
+    );
+    return rows
+      .sort(
+        (a, b) =>
+          new Date(a.created_at as string).getTime() - new Date(b.created_at as string).getTime() ||
+          String(a.name).localeCompare(String(b.name)),
+      )
+      .map((r) => ({ name: r.name as string, value: r.value as string }));
+  }
+
   async createSession(s: SessionRecord): Promise<void> {
     await this.pool.query(`INSERT INTO sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5)`, [
       s.id_hash,

@@ -293,6 +293,17 @@ export class SqliteConfigStore implements ConfigStore {
     return row!.value;
   }
 
+  async takeSecrets(prefix: string): Promise<Array<{ name: string; value: string }>> {
+    // substr, not LIKE: a prefix may contain `_` and `%`.
+    const rows = this.stmt<[number, string], { name: string; value: string }>(
+      'SELECT name, value FROM secrets WHERE substr(name, 1, ?) = ? ORDER BY created_at, name',
+    )
+      .all(prefix.length, prefix)
+      .map((r) => ({ name: r.name, value: r.value }));
+    for (const r of rows) this.stmt('DELETE FROM secrets WHERE name = ?').run(r.name);
+    return rows;
+  }
+
   async createSession(s: SessionRecord): Promise<void> {
     this.stmt(
       'INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?)',

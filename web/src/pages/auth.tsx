@@ -26,7 +26,8 @@ export function AuthPage({
     setError(null);
     try {
       if (showSignup) {
-        const r = await api.signup(email, password);
+        await api.signup(email, password);
+        const r = await api.login(email, password);
         onSignedIn(r.account, r.key);
       } else {
         const r = await api.login(email, password);

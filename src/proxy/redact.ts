@@ -1,0 +1,93 @@
+/**
+ * What the request log may keep of headers and query strings: anything that names or looks like a
+ * credential is replaced by `[redacted]` before the row exists. By name (any spelling: `api_key`,
+ * `X-ApiKey`, `x-private_key`, `auth`, `password`…) and by value (provider key formats, keyrelay keys,
+ * bearer/basic credentials, JWTs, long high-entropy strings), because callers put keys in headers keyrelay
+ * has never heard of.
+ */
+
+export const REDACTED = '[redacted]';
+
+/** Name words that mark a credential, with `-`, `_` or `.` (or nothing) on either side. */
+const SECRET_NAME =
+  /(?:^|[-_.])(?:auth|authorization|authentication|apikey|key|token|secret|password|passwd|pwd|credentials?|bearer|cookie|signature|sig|private|accesskey|privatekey|secretkey|authtoken)(?:$|[-_.])/i;
+
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
+/** Credential shapes, found anywhere inside a value: one pass (this runs for every header of every row). */
+const SECRET_VALUE = new RegExp(
+  [
+    /\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}/, // OpenAI, Anthropic
+    /\bkr_[0-9A-Za-z]{49}\b/, // keyrelay (SPEC §3)
+    /\b(?:Bearer|Basic|Token)\s+[^\s,;]+/,
+    /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/, // JWT
+    /\bAIza[0-9A-Za-z_-]{30,}/, // Google API keys (`?key=`)
+  ]
+    .map((re) => re.source)
+    .join('|'),
+  'gi',
+);
+
+/** Shorter than any credential shape above: most header values, passed over at once. */
+const SHORTEST_SECRET = 12;
+
+/** A run long enough to be a secret; judged by its entropy. */
+const LONG_RUN = /[A-Za-z0-9+/=_-]{32,}/g;
+
+/**
+ * Bits per character, from the run's own symbol counts. Hex (ids, trace ids, digests) stays at or below 4;
+ * hex with dashes (UUIDs) just above; random base62/base64 of 32+ characters is ~4.5–5.5.
+ */
+function entropy(s: string): number {
+  const counts = new Map<string, number>();
+  for (const ch of s) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  let bits = 0;
+  for (const n of counts.values()) {
+    const p = n / s.length;
+    bits -= p * Math.log2(p);
+  }
+  return bits;
+}
+
+const HIGH_ENTROPY = 4.3;
+
+/** The value with every credential-looking part replaced. */
+export function redactValue(value: string): string {
+  if (value.length < SHORTEST_SECRET) return value;
+  const out = value.replace(SECRET_VALUE, REDACTED);
+  return out.length < 32
+    ? out
+    : out.replace(LONG_RUN, (run) => (entropy(run) > HIGH_ENTROPY ? REDACTED : run));
+}
+
+/** A path with its query string redacted by parameter name and by value; the path itself is kept. */
+export function redactPathQuery(pathAndQuery: string): string {
+  const q = pathAndQuery.indexOf('?');
+  if (q === -1) return pathAndQuery;
+  const params = pathAndQuery
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq === -1) return pair;
+      const name = pair.slice(0, eq);
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        // keep the raw name
+      }
+      if (isSecretName(decoded)) return `${name}=${REDACTED}`;
+      let value = pair.slice(eq + 1);
+      try {
+        value = decodeURIComponent(value.replace(/\+/g, ' '));
+      } catch {
+        // judge the raw value
+      }
+      const redacted = redactValue(value);
+      return redacted === value ? pair : `${name}=${REDACTED}`;
+    });
+  return `${pathAndQuery.slice(0, q)}?${params.join('&')}`;
+}
