@@ -87,17 +87,19 @@ let nodeSqlite: NodeSqliteModule | undefined;
 /** node:sqlite, with only its own ExperimentalWarning silenced (Node 22 prints one at load; 24 does not). */
 function loadNodeSqlite(): NodeSqliteModule {
   if (nodeSqlite) return nodeSqlite;
-  const emit = process.emitWarning;
-  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
+  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- put back as it was, never called from here
+  const original = process.emitWarning;
+  process.emitWarning = (warning: string | Error, ...rest: unknown[]) => {
     const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
     const text = typeof warning === 'string' ? warning : warning.message;
     if (type === 'ExperimentalWarning' && text.startsWith('SQLite ')) return;
-    return (emit as (...a: unknown[]) => void).call(process, warning, ...rest);
-  } as typeof process.emitWarning;
+    emit(warning, ...rest);
+  };
   try {
     nodeSqlite = require('node:sqlite') as NodeSqliteModule;
   } finally {
-    process.emitWarning = emit;
+    process.emitWarning = original;
   }
   return nodeSqlite;
 }
