@@ -33,7 +33,8 @@ import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type St
 import type { OpenOptions } from './driver.js';
 import { LOG_MIGRATIONS } from './log-schema.js';
 
-type Params = Record<string, string | number | null>;
+type Value = string | number | null;
+type Params = Record<string, Value>;
 type DbRow = Record<string, unknown>;
 
 const PRUNE_CHUNK = 5000;
@@ -48,7 +49,8 @@ const GROUP_SQL = {
   provider: 'provider',
 } as const;
 
-function encodeRow(r: RequestLogRow): Params {
+/** Values in LOG_COLUMNS order: node:sqlite binds `?` ~5× faster than named parameters (~15 µs a row). */
+function encodeRow(r: RequestLogRow): Value[] {
   const p: Params = {};
   for (const c of LOG_COLUMNS) {
     const v: unknown = r[c];
@@ -57,7 +59,7 @@ function encodeRow(r: RequestLogRow): Params {
   p.created_at = toIso(r.created_at);
   for (const c of BOOL_COLUMNS) p[c] = r[c] ? 1 : 0;
   for (const c of JSON_COLUMNS) p[c] = JSON.stringify(r[c]);
-  return p;
+  return LOG_COLUMNS.map((c) => p[c]!);
 }
 
 function decodeRow<T>(row: DbRow): T {
@@ -92,11 +94,11 @@ export class SqliteLogStore implements LogStore {
 
   async insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
     if (rows.length === 0) return { inserted: 0, rejected: 0 };
-    const insert = this.stmt<[Params]>(
-      `INSERT INTO requests (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map((c) => `@${c}`).join(', ')})
+    const insert = this.stmt<Value[]>(
+      `INSERT INTO requests (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})
        ON CONFLICT(id) DO NOTHING`,
     );
-    const encoded: Params[] = [];
+    const encoded: Value[][] = [];
     let rejected = 0;
     for (const r of rows) {
       try {
@@ -107,7 +109,7 @@ export class SqliteLogStore implements LogStore {
       }
     }
     try {
-      const inserted = this.db.transaction(() => encoded.reduce((n, p) => n + insert.run(p).changes, 0));
+      const inserted = this.db.transaction(() => encoded.reduce((n, p) => n + insert.run(...p).changes, 0));
       return { inserted, rejected };
     } catch (err) {
       if (!isRowError(err)) throw err;
@@ -117,7 +119,7 @@ export class SqliteLogStore implements LogStore {
     this.db.transaction(() => {
       for (const p of encoded) {
         try {
-          inserted += this.db.transaction(() => insert.run(p).changes);
+          inserted += this.db.transaction(() => insert.run(...p).changes);
         } catch (err) {
           if (!isRowError(err)) throw err;
           rejected++;
