@@ -82,17 +82,18 @@ describe('SQLite soak on this Node', () => {
     const key = (JSON.parse(made.out()) as { key: { key: string } }).key.key;
 
     const ids: string[] = [];
+    const outputs: string[] = [];
     /** One `keyrelay serve` run: bursts of requests with pauses past the worker's idle exit, then SIGTERM. */
     const serveRun = async (bursts: number[]) => {
       const kr = startBuilt(['serve'], env);
       const url = await listening(kr);
-      const dispatcher = new Agent({ connections: 16 });
-      // Bodies of 16 KB: enough garbage on the worker thread for full collections while it runs.
-      const content = 'x'.repeat(16_000);
+      const dispatcher = new Agent({ connections: 8 });
+      // Small bodies and 8 at a time: files run two at a time, and the other one may be timing something.
+      const content = 'x'.repeat(1_000);
       const burst = async (count: number) => {
         let next = 0;
         await Promise.all(
-          Array.from({ length: 16 }, async () => {
+          Array.from({ length: 8 }, async () => {
             while (next < count) {
               const stream = next++ % 4 === 0;
               const res = await request(`${url}/api/proxy/openai/v1/chat/completions`, {
@@ -120,21 +121,26 @@ describe('SQLite soak on this Node', () => {
       const exit = await kr.exited;
       expect(exit, kr.out().slice(-4000)).toEqual({ code: 0, signal: null });
       expect(kr.out()).not.toMatch(/Assertion failed|Segmentation fault/);
-      const opened = /.*"msg":"stores open".*/.exec(kr.out())?.[0] ?? '';
+      outputs.push(kr.out());
+    };
+
+    await serveRun([1_200, 400]);
+    await serveRun([600, 200]); // a restart on the same files
+    // Restarts: better-sqlite3 12 on Node 24 aborted at about one start in three, collecting start-up statements.
+    for (let i = 0; i < 3; i++) await serveRun([200]);
+    for (const out of outputs) {
+      const opened = /.*"msg":"stores open".*/.exec(out)?.[0] ?? '{}';
       expect(JSON.parse(opened)).toMatchObject({
         store: 'sqlite',
         driver: sqliteDriverFor(process.versions.node),
       });
-    };
-
-    await serveRun([2_000, 1_000]);
-    await serveRun([1_000, 500]); // a restart on the same files
+    }
 
     const log = new SqliteLogStore(join(dataDir, 'requests.db'));
     try {
       const rows = await log.listRecent({ limit: 100_000 });
       const rowIds = rows.map((r) => r.id).sort();
-      expect(ids).toHaveLength(4_500);
+      expect(ids).toHaveLength(3_000);
       expect(new Set(rowIds).size).toBe(rowIds.length);
       expect(rowIds).toEqual([...ids].sort());
     } finally {
