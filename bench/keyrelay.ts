@@ -4,7 +4,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
+import { openConnection } from '../src/store/sqlite/driver.js';
 import { freePort, startProcess, type Child } from './processes.js';
 
 const run = promisify(execFile);
@@ -118,7 +118,7 @@ export function inspectLog(dataDir: string): LogSummary | null {
   try {
     let best: LogSummary | null = null;
     for (const f of readdirSync(dataDir).filter((name) => /\.(db|sqlite3?)$/.test(name))) {
-      const db = new Database(join(dataDir, f), { readonly: true, fileMustExist: true });
+      const db = openConnection(join(dataDir, f), { readonly: true });
       try {
         const tables = db
           .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%request%'")

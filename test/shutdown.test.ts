@@ -6,9 +6,9 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openConnection } from '../src/store/sqlite/driver.js';
 import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
 import { createUserWithKey, startServeProcess } from './helpers/process.js';
 
@@ -125,8 +125,8 @@ describe('graceful shutdown', () => {
     expect(answered.length).toBeGreaterThanOrEqual(40);
     expect(results.some((r) => r.kind === 'cut')).toBe(true);
 
-    const db = new Database(join(dataDir, 'requests.db'), { readonly: true });
-    const rows = db.prepare('SELECT id, outcome FROM requests').all() as { id: string; outcome: string }[];
+    const db = openConnection(join(dataDir, 'requests.db'), { readonly: true });
+    const rows = db.prepare<[], { id: string; outcome: string }>('SELECT id, outcome FROM requests').all();
     db.close();
     const rowIds = rows.map((r) => r.id);
     expect(new Set(rowIds).size).toBe(rowIds.length); // 0 duplicated

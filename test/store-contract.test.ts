@@ -1,7 +1,8 @@
 /**
  * The store contract: every method of ConfigStore and LogStore, run on SQLite and on PostgreSQL with the
  * same expectations (as bifrost's logstore parity test). PostgreSQL is never skipped: if it is unreachable,
- * this suite fails.
+ * this suite fails. SQLite runs on the driver this Node uses (better-sqlite3 on 20, node:sqlite on 22+);
+ * CI runs the suite on Node 20, 22 and 24, so each driver is held to the same contract.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { PgConfigStore } from '../src/store/postgres/config-store.js';
 import { PgLogStore } from '../src/store/postgres/log-store.js';
 import { SqliteConfigStore } from '../src/store/sqlite/config-store.js';
+import { defaultSqliteDriver, type SqliteDriverName } from '../src/store/sqlite/driver.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
 import type { ConfigStore, LogStore } from '../src/store/types.js';
 import { describeConfigStoreContract } from './helpers/config-contract.js';
@@ -24,16 +26,16 @@ interface Backend {
   openLog(): LogStore;
 }
 
-function sqliteBackend(): Backend {
+function sqliteBackend(driver: SqliteDriverName): Backend {
   let dir = '';
   return {
-    name: 'sqlite',
+    name: `sqlite (${driver})`,
     setup() {
       dir = mkdtempSync(join(tmpdir(), 'keyrelay-store-'));
       return Promise.resolve(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
     },
-    openConfig: () => new SqliteConfigStore(join(dir, 'keyrelay.db')),
-    openLog: () => new SqliteLogStore(join(dir, 'requests.db')),
+    openConfig: () => new SqliteConfigStore(join(dir, 'keyrelay.db'), { driver }),
+    openLog: () => new SqliteLogStore(join(dir, 'requests.db'), { driver }),
   };
 }
 
@@ -51,7 +53,7 @@ function postgresBackend(): Backend {
   };
 }
 
-const backends: Backend[] = [sqliteBackend(), postgresBackend()];
+const backends: Backend[] = [sqliteBackend(defaultSqliteDriver()), postgresBackend()];
 
 describe.each(backends)('store contract on $name', (backend) => {
   const opened: { close(): Promise<void> }[] = [];

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
 import { SqliteLogStore } from './sqlite/log-store.js';
 import { SqliteLogWriter } from './sqlite/log-writer.js';
+import { defaultSqliteDriver, type SqliteDriverName } from './sqlite/driver.js';
 import type { ConfigStore, LogStore } from './types.js';
 
 /** What the write-behind log queue needs: batched inserts, off the event loop where the store is synchronous. */
@@ -18,6 +19,8 @@ export interface Stores {
   logStore: LogStore;
   logWriter: LogWriter;
   kind: 'sqlite' | 'postgres';
+  /** What serve logs at start: on SQLite, which driver this Node uses (src/node-support.ts). */
+  driver: SqliteDriverName | 'pg';
 }
 
 /** Opens both stores and runs their migrations. */
@@ -32,14 +35,15 @@ export async function openStores(config: Pick<Config, 'dataDir' | 'databaseUrl'>
     await migrateOrClose(configStore, logStore);
     // pg is asynchronous already: the store's own pool writes without blocking the event loop.
     const logWriter = { insertBatch: logStore.insertBatch.bind(logStore), close: () => Promise.resolve() };
-    return { configStore, logStore, logWriter, kind: 'postgres' };
+    return { configStore, logStore, logWriter, kind: 'postgres', driver: 'pg' };
   }
   mkdirSync(config.dataDir, { recursive: true });
   const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'));
   const logPath = join(config.dataDir, 'requests.db');
   const logStore = new SqliteLogStore(logPath);
   await migrateOrClose(configStore, logStore);
-  return { configStore, logStore, logWriter: new SqliteLogWriter(logPath), kind: 'sqlite' };
+  const driver = defaultSqliteDriver();
+  return { configStore, logStore, logWriter: new SqliteLogWriter(logPath), kind: 'sqlite', driver };
 }
 
 /** A failed migration closes both stores, so a refused start leaves no pool or file handle open. */

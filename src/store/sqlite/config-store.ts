@@ -1,7 +1,7 @@
-/* eslint-disable @typescript-eslint/require-await -- better-sqlite3 is synchronous; `async` turns its throws
+/* eslint-disable @typescript-eslint/require-await -- SQLite drivers are synchronous; `async` turns their throws
    into rejections, as the interface promises. */
 /**
- * ConfigStore on SQLite (better-sqlite3): synchronous inside, promises outside to fit the interface.
+ * ConfigStore on SQLite (driver.ts): synchronous inside, promises outside to fit the interface.
  * Small and read-mostly; the request log lives in a separate file (SqliteLogStore).
  */
 import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
@@ -24,6 +24,7 @@ import {
   type StatementCache,
   type Migration,
 } from './db.js';
+import type { OpenOptions } from './driver.js';
 
 const MIGRATIONS: readonly Migration[] = [
   {
@@ -135,8 +136,8 @@ export class SqliteConfigStore implements ConfigStore {
   private readonly db: Db;
   private readonly stmt: StatementCache;
 
-  constructor(path: string) {
-    this.db = openSqlite(path);
+  constructor(path: string, opts: OpenOptions = {}) {
+    this.db = openSqlite(path, opts);
     this.stmt = createStatementCache(this.db);
   }
 
@@ -266,12 +267,12 @@ export class SqliteConfigStore implements ConfigStore {
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
     if (lastUsed.size === 0) return;
     // Text comparison is time order because every stored time has the same toISOString() shape.
-    const stmt = this.stmt(
+    const stmt = this.stmt<[{ id: string; at: string }]>(
       'UPDATE keys SET last_used_at = @at WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @at)',
     );
     this.db.transaction(() => {
       for (const [id, at] of lastUsed) stmt.run({ id, at: toIso(at) });
-    })();
+    });
   }
 
   async keyChangeHead(): Promise<number> {

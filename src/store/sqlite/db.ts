@@ -1,7 +1,7 @@
 /** Opening a SQLite file the way both stores want it, and the numbered-migration runner they share. */
-import Database, { type Statement } from 'better-sqlite3';
+import { openConnection, type Connection, type OpenOptions, type Statement } from './driver.js';
 
-export type Db = Database.Database;
+export type Db = Connection;
 
 export interface Migration {
   version: number;
@@ -9,13 +9,13 @@ export interface Migration {
   sql: string;
 }
 
-export function openSqlite(path: string): Db {
-  const db = new Database(path);
+export function openSqlite(path: string, opts: OpenOptions = {}): Db {
+  const db = openConnection(path, opts);
   // WAL lets the console read while the log writer writes; NORMAL is durable across app crashes in WAL mode.
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.exec('PRAGMA foreign_keys = ON');
   return db;
 }
 
@@ -32,11 +32,14 @@ export function runSqliteMigrations(db: Db, migrations: readonly Migration[]): v
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     // IMMEDIATE takes the write lock before the check, so a second process starting at once waits, then skips.
-    db.transaction(() => {
-      if (applied.get(m.version)) return;
-      db.exec(m.sql);
-      record.run(m.version, m.name, new Date().toISOString());
-    }).immediate();
+    db.transaction(
+      () => {
+        if (applied.get(m.version)) return;
+        db.exec(m.sql);
+        record.run(m.version, m.name, new Date().toISOString());
+      },
+      { immediate: true },
+    );
   }
 }
 

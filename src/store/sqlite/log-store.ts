@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/require-await -- better-sqlite3 is synchronous; `async` turns its throws
+/* eslint-disable @typescript-eslint/require-await -- SQLite drivers are synchronous; `async` turns their throws
    into rejections, as the interface promises. */
 /**
  * LogStore on SQLite, in its own file apart from the config store: the request log is the write-heavy one.
@@ -30,9 +30,11 @@ import type {
   UsagePoint,
 } from '../types.js';
 import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
+import type { OpenOptions } from './driver.js';
 import { LOG_MIGRATIONS } from './log-schema.js';
 
-type Params = Record<string, string | number | null>;
+type Value = string | number | null;
+type Params = Record<string, Value>;
 type DbRow = Record<string, unknown>;
 
 const PRUNE_CHUNK = 5000;
@@ -47,7 +49,8 @@ const GROUP_SQL = {
   provider: 'provider',
 } as const;
 
-function encodeRow(r: RequestLogRow): Params {
+/** Values in LOG_COLUMNS order: node:sqlite binds `?` ~5× faster than named parameters (~15 µs a row). */
+function encodeRow(r: RequestLogRow): Value[] {
   const p: Params = {};
   for (const c of LOG_COLUMNS) {
     const v: unknown = r[c];
@@ -56,7 +59,7 @@ function encodeRow(r: RequestLogRow): Params {
   p.created_at = toIso(r.created_at);
   for (const c of BOOL_COLUMNS) p[c] = r[c] ? 1 : 0;
   for (const c of JSON_COLUMNS) p[c] = JSON.stringify(r[c]);
-  return p;
+  return LOG_COLUMNS.map((c) => p[c]!);
 }
 
 function decodeRow<T>(row: DbRow): T {
@@ -76,8 +79,8 @@ export class SqliteLogStore implements LogStore {
   private readonly db: Db;
   private readonly stmt: StatementCache;
 
-  constructor(path: string) {
-    this.db = openSqlite(path);
+  constructor(path: string, opts: OpenOptions = {}) {
+    this.db = openSqlite(path, opts);
     this.stmt = createStatementCache(this.db);
   }
 
@@ -91,11 +94,11 @@ export class SqliteLogStore implements LogStore {
 
   async insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
     if (rows.length === 0) return { inserted: 0, rejected: 0 };
-    const insert = this.stmt<[Params]>(
-      `INSERT INTO requests (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map((c) => `@${c}`).join(', ')})
+    const insert = this.stmt<Value[]>(
+      `INSERT INTO requests (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})
        ON CONFLICT(id) DO NOTHING`,
     );
-    const encoded: Params[] = [];
+    const encoded: Value[][] = [];
     let rejected = 0;
     for (const r of rows) {
       try {
@@ -106,24 +109,23 @@ export class SqliteLogStore implements LogStore {
       }
     }
     try {
-      const inserted = this.db.transaction(() => encoded.reduce((n, p) => n + insert.run(p).changes, 0))();
+      const inserted = this.db.transaction(() => encoded.reduce((n, p) => n + insert.run(...p).changes, 0));
       return { inserted, rejected };
     } catch (err) {
       if (!isRowError(err)) throw err;
     }
     // One poison row must not sink the batch: redo it row by row, each under a savepoint, skipping failures.
-    const insertOne = this.db.transaction((p: Params) => insert.run(p).changes);
     let inserted = 0;
     this.db.transaction(() => {
       for (const p of encoded) {
         try {
-          inserted += insertOne(p);
+          inserted += this.db.transaction(() => insert.run(...p).changes);
         } catch (err) {
           if (!isRowError(err)) throw err;
           rejected++;
         }
       }
-    })();
+    });
     return { inserted, rejected };
   }
 
@@ -187,12 +189,10 @@ export class SqliteLogStore implements LogStore {
       `SELECT ${keySql} AS k, ${AGGREGATE_SQL} FROM requests WHERE ${where} GROUP BY k`,
     ).all(...params);
     const latencies = new Map<string, number[]>();
-    const latencyRows = this.stmt<unknown[], [string, number]>(
-      `SELECT ${keySql}, latency_ms FROM requests WHERE ${where}`,
-    )
-      .raw()
-      .iterate(...params);
-    for (const [k, ms] of latencyRows) {
+    const latencyRows = this.stmt<unknown[], { k: string; ms: number }>(
+      `SELECT ${keySql} AS k, latency_ms AS ms FROM requests WHERE ${where}`,
+    ).iterate(...params);
+    for (const { k, ms } of latencyRows) {
       let list = latencies.get(k);
       if (!list) latencies.set(k, (list = []));
       list.push(ms);
