@@ -159,16 +159,14 @@ export function KeysPage() {
           Create a key, then send it in the <code>proxy-api-key</code> header.
         </EmptyState>
       ) : (
-        <div className="table-wrap card">
-          <table className="table table-stack">
+        <div className="table-wrap card keys-wrap">
+          <table className="table table-stack keys-table">
             <thead>
               <tr>
                 <th scope="col">Name</th>
-                <th scope="col">Key</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
                 <th scope="col">Limits</th>
                 <th scope="col">Status</th>
+                <th scope="col">Last used</th>
                 <th scope="col">
                   <span className="sr-only">Actions</span>
                 </th>
@@ -176,29 +174,17 @@ export function KeysPage() {
             </thead>
             <tbody>
               {!keys.data ? (
-                <SkeletonRows cols={7} rows={3} />
+                <SkeletonRows cols={5} rows={3} />
               ) : (
                 list.map((k) => (
                   <tr key={k.id} data-key-id={k.id}>
-                    <td className="stack-title">
+                    <td className="stack-title name-col">
                       {k.status === 'active' ? (
                         <RenameCell k={k} onDone={keys.reload} />
                       ) : (
                         <span className="key-name">{k.name}</span>
                       )}
-                    </td>
-                    <td data-label="Key">
                       <code className="key-hint">{k.hint}</code>
-                    </td>
-                    <td data-label="Created" className="nowrap" title={formatDateTime(k.created_at)}>
-                      {formatDate(k.created_at)}
-                    </td>
-                    <td
-                      data-label="Last used"
-                      className="nowrap"
-                      title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}
-                    >
-                      {formatRelative(k.last_used_at)}
                     </td>
                     <td data-label="Limits" className="limits-cell">
                       <LimitsSummary k={k} />
@@ -211,6 +197,14 @@ export function KeysPage() {
                             expires {formatRelative(k.expires_at)}
                           </span>
                         )}
+                      </span>
+                    </td>
+                    <td data-label="Last used" className="used-cell">
+                      <span title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>
+                        {formatRelative(k.last_used_at)}
+                      </span>
+                      <span className="muted small nowrap" title={formatDateTime(k.created_at)}>
+                        created {formatDate(k.created_at)}
                       </span>
                     </td>
                     <td className="actions-cell">

@@ -1,6 +1,5 @@
 import { useEffect, useMemo, useState } from 'react';
 import { api, type RequestQuery, type RequestSummary } from '../api.js';
-import { ErrorCodeBadge, StatusBadge } from '../components/badge.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
 import {
@@ -10,10 +9,10 @@ import {
   writeFilters,
   type Filters,
 } from '../components/request-filters.js';
-import { EmptyState, ErrorState, SkeletonRows, Spinner } from '../components/states.js';
-import { formatCost, formatDateTime, formatMs, formatNumber, PROVIDER_LABELS } from '../lib/format.js';
+import { ColumnPicker, RequestTable, useOptionalColumns } from '../components/request-table.js';
+import { EmptyState, ErrorState, Spinner } from '../components/states.js';
 import { useAsync } from '../lib/use-async.js';
-import { Link, navigate, useLocation } from '../router.js';
+import { useLocation } from '../router.js';
 import { useSession } from '../session.js';
 
 const PAGE_SIZE = 50;
@@ -32,18 +31,6 @@ function toQuery(f: Filters): RequestQuery {
   };
 }
 
-function Tokens({ r }: { r: RequestSummary }) {
-  if (r.input_tokens === null && r.output_tokens === null) return <span className="muted">—</span>;
-  return (
-    <span title={`usage: ${r.usage_source}`}>
-      {formatNumber(r.input_tokens)} <span className="muted">/</span> {formatNumber(r.output_tokens)}
-      {r.usage_source === 'estimated' || r.usage_source === 'partial' ? (
-        <span className="muted"> ~</span>
-      ) : null}
-    </span>
-  );
-}
-
 export function RequestsPage() {
   const { info, revealedKey } = useSession();
   const { search, query } = useLocation();
@@ -52,6 +39,7 @@ export function RequestsPage() {
   const keyNames = useMemo(() => new Map((keys.data?.keys ?? []).map((k) => [k.id, k.name])), [keys.data]);
 
   const first = useAsync(() => api.listRequests(toQuery(filters)), [search]);
+  const [shown, toggleColumn] = useOptionalColumns();
   const [extra, setExtra] = useState<RequestSummary[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const [moreBusy, setMoreBusy] = useState(false);
@@ -87,10 +75,18 @@ export function RequestsPage() {
         title="Requests"
         description="Every call through keyrelay, newest first."
         actions={
-          <button type="button" className="btn btn-secondary" onClick={first.reload} disabled={first.loading}>
-            {first.loading && first.data ? <Spinner label="Refreshing" /> : null}
-            Refresh
-          </button>
+          <>
+            <ColumnPicker shown={shown} onToggle={toggleColumn} />
+            <button
+              type="button"
+              className="btn btn-secondary"
+              onClick={first.reload}
+              disabled={first.loading}
+            >
+              {first.loading && first.data ? <Spinner label="Refreshing" /> : null}
+              Refresh
+            </button>
+          </>
         }
       />
       <RequestFilters filters={filters} keys={keys.data?.keys ?? []} />
@@ -118,73 +114,12 @@ export function RequestsPage() {
         </div>
       ) : (
         <>
-          <div className={`table-wrap card ${first.loading ? 'is-loading' : ''}`} aria-busy={first.loading}>
-            <table className="table table-hover requests-table">
-              <thead>
-                <tr>
-                  <th scope="col">Time</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" className="num">
-                    Tokens in / out
-                  </th>
-                  <th scope="col" className="num">
-                    Cost
-                  </th>
-                  <th scope="col" className="num">
-                    Latency
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {!first.data ? (
-                  <SkeletonRows cols={8} rows={8} />
-                ) : (
-                  rows.map((r) => (
-                    <tr
-                      key={r.id}
-                      className="clickable"
-                      onClick={() => navigate(`/requests/${encodeURIComponent(r.id)}`)}
-                    >
-                      <td className="nowrap c-time">
-                        <Link
-                          className="row-link"
-                          to={`/requests/${encodeURIComponent(r.id)}`}
-                          onClick={(e) => e.stopPropagation()}
-                        >
-                          {formatDateTime(r.created_at)}
-                        </Link>
-                      </td>
-                      <td className="c-key">
-                        {keyNames.get(r.key_id) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>}
-                      </td>
-                      <td className="c-provider">{PROVIDER_LABELS[r.provider] ?? r.provider}</td>
-                      <td className="model-cell c-model">
-                        {r.model ?? <span className="muted">{r.path}</span>}
-                        {r.stream && <span className="tag">stream</span>}
-                      </td>
-                      <td className="c-status">
-                        <span className="status-badges">
-                          <StatusBadge status={r.status} outcome={r.outcome} />
-                          <ErrorCodeBadge code={r.error_code} />
-                        </span>
-                      </td>
-                      <td className="num nowrap c-tokens">
-                        <Tokens r={r} />
-                      </td>
-                      <td className={`num nowrap c-cost ${r.cost_usd === null ? 'muted' : ''}`}>
-                        {/* A refusal never reached the provider: no cost, rather than an unknown one. */}
-                        {r.outcome === 'refused' && r.cost_usd === null ? '—' : formatCost(r.cost_usd)}
-                      </td>
-                      <td className="num nowrap c-latency">{formatMs(r.latency_ms)}</td>
-                    </tr>
-                  ))
-                )}
-              </tbody>
-            </table>
-          </div>
+          <RequestTable
+            rows={first.data ? rows : undefined}
+            loading={first.loading}
+            keyNames={keyNames}
+            shown={shown}
+          />
           <div className="load-more">
             {moreError && (
               <span className="form-error small" role="alert">

