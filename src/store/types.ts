@@ -67,6 +67,8 @@ export interface ConfigStore {
   createAccount(a: { id: string; email: string; password_hash: string }): Promise<Account>;
   getAccountByEmail(email: string): Promise<AccountWithSecret | null>;
   getAccountById(id: string): Promise<AccountWithSecret | null>;
+  /** Whether any account exists: a fresh install's console opens on sign-up instead of log-in. */
+  hasAccounts(): Promise<boolean>;
   setPassword(accountId: string, passwordHash: string): Promise<void>;
 
   /** Inserts a key. `hash` is the SHA-256 hex of the full key; the key itself is never stored. */

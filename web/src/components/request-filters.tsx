@@ -14,6 +14,15 @@ export const RANGES: Record<string, { label: string; ms: number }> = {
   '30d': { label: 'Last 30 days', ms: 30 * 86_400_000 },
 };
 
+/** What is wrong with a property filter as typed, or null when it is usable (the server wants name:value). */
+export function propertyProblem(v: string | undefined): string | null {
+  if (!v) return null;
+  const i = v.indexOf(':');
+  if (i < 0) return 'Write it as name:value, e.g. team:search.';
+  if (i === 0) return 'Give the property name before the colon, e.g. team:search.';
+  return null;
+}
+
 export function readFilters(query: URLSearchParams): Filters {
   const f: Filters = {};
   for (const k of FILTER_KEYS) {
@@ -36,29 +45,51 @@ function DebouncedInput({
   value,
   placeholder,
   onCommit,
+  validate,
 }: {
   id: string;
   value: string;
   placeholder: string;
   onCommit: (v: string) => void;
+  /** A message when the text cannot be used as a filter: shown under the field, and nothing is sent. */
+  validate?: (v: string) => string | null;
 }) {
   const [text, setText] = useState(value);
-  useEffect(() => setText(value), [value]);
+  const [problem, setProblem] = useState<string | null>(() => validate?.(value) ?? null);
+  useEffect(() => {
+    setText(value);
+    setProblem(validate?.(value) ?? null);
+  }, [value]);
+  const commit = (raw: string) => {
+    const v = raw.trim();
+    const p = validate?.(v) ?? null;
+    setProblem(p);
+    if (!p) onCommit(v);
+  };
   useEffect(() => {
     if (text === value) return;
-    const t = setTimeout(() => onCommit(text.trim()), 450);
+    const t = setTimeout(() => commit(text), 450);
     return () => clearTimeout(t);
   }, [text, value, onCommit]);
   return (
-    <input
-      id={id}
-      value={text}
-      placeholder={placeholder}
-      onChange={(e) => setText(e.target.value)}
-      onKeyDown={(e) => {
-        if (e.key === 'Enter') onCommit(text.trim());
-      }}
-    />
+    <>
+      <input
+        id={id}
+        value={text}
+        placeholder={placeholder}
+        aria-invalid={problem ? true : undefined}
+        aria-describedby={problem ? `${id}-error` : undefined}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') commit(text);
+        }}
+      />
+      {problem && (
+        <span id={`${id}-error`} className="form-error small" role="alert">
+          {problem}
+        </span>
+      )}
+    </>
   );
 }
 
@@ -156,6 +187,7 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
           value={filters.property ?? ''}
           placeholder="name:value"
           onCommit={(v) => set('property', v)}
+          validate={propertyProblem}
         />
       </div>
       {active && (

@@ -41,7 +41,11 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
 
   async function save(): Promise<void> {
     const trimmed = name.trim();
-    if (!trimmed || trimmed === k.name) {
+    if (!trimmed) {
+      setError('A key needs a name. Type one, or press Escape to keep the old one.');
+      return;
+    }
+    if (trimmed === k.name) {
       setEditing(false);
       setName(k.name);
       return;
@@ -94,11 +98,15 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
         maxLength={100}
         autoFocus
         disabled={busy}
-        onChange={(e) => setName(e.target.value)}
+        onChange={(e) => {
+          setName(e.target.value);
+          setError(null);
+        }}
         onKeyDown={(e) => {
           if (e.key === 'Escape') {
             e.preventDefault();
             setEditing(false);
+            setError(null);
             setName(k.name);
           }
         }}
@@ -106,7 +114,14 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
       <button type="submit" className="btn btn-primary btn-xs" disabled={busy}>
         Save
       </button>
-      <button type="button" className="btn btn-ghost btn-xs" onClick={() => setEditing(false)}>
+      <button
+        type="button"
+        className="btn btn-ghost btn-xs"
+        onClick={() => {
+          setEditing(false);
+          setError(null);
+        }}
+      >
         Cancel
       </button>
       {error && (

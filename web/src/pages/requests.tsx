@@ -3,6 +3,7 @@ import { api, type RequestQuery, type RequestSummary } from '../api.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
 import {
+  propertyProblem,
   RANGES,
   readFilters,
   RequestFilters,
@@ -25,7 +26,8 @@ function toQuery(f: Filters): RequestQuery {
     model: f.model,
     outcome: f.outcome,
     status: f.status,
-    property: f.property,
+    // A malformed one (e.g. from an edited URL) is flagged beside its field and left out of the query.
+    property: propertyProblem(f.property) ? undefined : f.property,
     from: range ? new Date(Date.now() - range.ms).toISOString() : undefined,
     limit: PAGE_SIZE,
   };
