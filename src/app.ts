@@ -21,6 +21,7 @@ import { securityHeaders } from './console-api/security.js';
 import type { LoginThrottle } from './accounts/throttle.js';
 import type { KeyEventBus } from './keys/events.js';
 import type { Metrics } from './metrics.js';
+import { RequestLogController } from './logger.js';
 import { createProxyHandler, type ProxyContext } from './proxy/handle.js';
 import { PROXY_PREFIX } from './proxy/target.js';
 import type { ConfigStore, LogStore } from './store/types.js';
@@ -77,6 +78,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.log,
     trustProxy: deps.config.trustProxy,
     bodyLimit: 1024 * 1024,
+    logController: new RequestLogController(),
     serverFactory: (fastifyHandler) =>
       createServer({ noDelay: true, keepAliveTimeout: 75_000, requestTimeout: 0 }, (req, res) => {
         if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);

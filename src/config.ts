@@ -60,6 +60,8 @@ const schema = z.object({
   KEYRELAY_SESSION_IDLE_HOURS: int(1).default(24),
   KEYRELAY_SESSION_MAX_DAYS: int(1).default(14),
   KEYRELAY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Operational log format: auto = readable lines on a terminal, JSON lines otherwise.
+  KEYRELAY_LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 });
 
 export type Env = z.input<typeof schema>;
@@ -91,6 +93,7 @@ export interface Config {
   sessionIdleMs: number;
   sessionMaxMs: number;
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
   /** Cookies get `Secure` when the console is served over HTTPS. */
   secureCookies: boolean;
 }
@@ -147,6 +150,7 @@ export function loadConfig(
     sessionIdleMs: e.KEYRELAY_SESSION_IDLE_HOURS * 3_600_000,
     sessionMaxMs: e.KEYRELAY_SESSION_MAX_DAYS * 86_400_000,
     logLevel: e.KEYRELAY_LOG_LEVEL,
+    logFormat: e.KEYRELAY_LOG_FORMAT,
     secureCookies: publicUrl.startsWith('https:'),
   });
 }

@@ -67,7 +67,7 @@ function fingerprinter(key: Buffer): (credential: string) => string {
 export async function startServer(config: Readonly<Config>): Promise<RunningServer> {
   const metrics = createMetrics();
   const { configStore, logStore, logWriter } = await openStores(config);
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFormat);
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
   let bus: KeyEventBus;
   let throttle: LoginThrottle;
