@@ -6,7 +6,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../src/keys/actions.js';
+import { createKey, revokeKey } from '../src/keys/actions.js';
 import type { RequestLogRow } from '../src/log/record.js';
 import { ensureConsoleBuilt, findChromium, launchBrowser } from './helpers/browser.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
@@ -25,6 +25,7 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
   let context: BrowserContext;
   let page: Page;
   let account: { accountId: string; keyId: string; key: string };
+  let limitedKey = '';
   const email = 'long-names@example.com';
   const pageErrors: string[] = [];
 
@@ -56,6 +57,7 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
         },
       });
       named.push(made.view.id);
+      limitedKey ||= made.key;
     }
     for (let i = 0; i < 12; i++) await createKey(deps, { accountId: account.accountId, name: `worker-${i}` });
     const now = Date.now();
@@ -114,10 +116,73 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
+  it('shows a refused row with its reason, and a dropped stream as cut mid-stream with the client IP', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const call = async (
+      provider: 'openai' | 'anthropic',
+      key: string,
+      extra: Record<string, string> = {},
+    ) => {
+      const res = await request(
+        `${h.url}/api/proxy/${provider}${provider === 'openai' ? '/v1/chat/completions' : '/v1/messages'}`,
+        {
+          method: 'POST',
+          headers: {
+            'proxy-api-key': key,
+            'content-type': 'application/json',
+            authorization: 'Bearer sk-x',
+            'x-api-key': 'sk-ant-x',
+            ...extra,
+          },
+          body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 8, messages: [], stream: true }),
+        },
+      );
+      const id = String(res.headers['x-keyrelay-request-id']);
+      await res.body.text().catch(() => '');
+      return { id, status: res.statusCode };
+    };
+    const refused = await call('anthropic', limitedKey);
+    expect(refused.status).toBe(403);
+    const { configStore, bus } = h.kr.services;
+    const gone = await createKey({ store: configStore, bus }, { accountId: account.accountId, name: 'gone' });
+    await revokeKey({ store: configStore, bus }, account.accountId, gone.view.id);
+    const revoked = await call('openai', gone.key);
+    expect(revoked.status).toBe(401);
+    const dropped = await call('openai', account.key, { 'x-fake-drop-after-events': '2' });
+    expect(dropped.status).toBe(200);
+    await h.flushLog();
+
+    await page.goto(`${h.url}/requests`);
+    // Refused before its body was read: no model, and no path pretending to be one.
+    const revokedRow = page.locator(`table.requests-table tbody tr:has(a[href="/requests/${revoked.id}"])`);
+    await revokedRow.waitFor();
+    expect((await revokedRow.locator('.c-model').textContent())?.trim()).toBe('—');
+    const droppedRow = page.locator(`table.requests-table tbody tr:has(a[href="/requests/${dropped.id}"])`);
+    expect(await droppedRow.locator('[data-error-code]').textContent()).toBe('cut mid-stream');
+    await shootAllWidths(page, 'ux-requests-refused-dropped');
+
+    await page.goto(`${h.url}/requests/${refused.id}`);
+    await page
+      .getByTestId('refusal-reason')
+      .getByText('Provider anthropic is not allowed for this key.')
+      .waitFor();
+    expect(await page.getByText('turned off').count()).toBe(0);
+    await page.getByTestId('res-body-missing').getByText('keyrelay answered 403 itself').waitFor();
+    await shootAllWidths(page, 'ux-detail-refused');
+
+    await page.goto(`${h.url}/requests/${revoked.id}`);
+    await page.getByTestId('refusal-reason').getByText('revoked').waitFor();
+    await page.getByText('Not read: keyrelay refused the request before reading its body.').waitFor();
+    expect(await page.getByText('turned off').count()).toBe(0);
+
+    await page.goto(`${h.url}/requests/${dropped.id}`);
+    await page.getByText('The provider closed the connection mid-response').first().waitFor();
+    expect(await page.locator('.detail-meta').textContent()).not.toContain('unreachable');
+    expect(await page.content()).toContain('127.0.0.1');
+    await shootAllWidths(page, 'ux-detail-dropped');
+  });
+
   it('loads without script errors', () => {
     expect(pageErrors).toEqual([]);
   });
-
-  // Keeps `request` imported for the tests below that call keyrelay directly.
-  void request;
 });

@@ -40,4 +40,5 @@ export interface RequestLogRow {
   client_ip: string | null;
   user_agent: string | null;
   credential_fingerprint: string | null; // HMAC of the provider credential, never the credential
+  error_message: string | null; // what keyrelay told the caller when it refused or failed (with error_code)
 }

@@ -43,6 +43,7 @@ export const LOG_COLUMNS = [
   'client_ip',
   'user_agent',
   'credential_fingerprint',
+  'error_message',
 ] as const satisfies readonly (keyof RequestLogRow)[];
 
 export type LogColumn = (typeof LOG_COLUMNS)[number];

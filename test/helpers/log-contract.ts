@@ -37,7 +37,11 @@ export function describeLogStoreContract(ctx: LogContext): void {
 
   describe('insertBatch', () => {
     it('round-trips every field exactly: JSON, booleans, nulls, float cost', async () => {
-      const full = makeLogRow({ account_id: acct, at: T0 });
+      const full = makeLogRow({
+        account_id: acct,
+        at: T0,
+        error_message: 'Provider anthropic is not allowed — “quoted” ✓',
+      });
       const sparse = makeLogRow({
         account_id: acct,
         at: T0 + 1,
@@ -69,6 +73,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
         client_ip: null,
         user_agent: null,
         credential_fingerprint: null,
+        error_message: null,
       });
       const big = makeLogRow({
         account_id: acct,

@@ -41,6 +41,7 @@ export function makeLogRow(over: Partial<RequestLogRow> & { at?: number } = {}):
     client_ip: '127.0.0.1',
     user_agent: 'OpenAI/JS 6.0',
     credential_fingerprint: 'fp-abc',
+    error_message: null,
     ...rest,
   };
 }

@@ -60,6 +60,12 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
         WHERE request_body IS NOT NULL OR response_body IS NOT NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'requests.error_message',
+    // Why keyrelay refused or failed a request, in the words the caller got; older rows keep NULL.
+    sql: `ALTER TABLE requests ADD COLUMN error_message text;`,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */
@@ -100,6 +106,7 @@ export const PG_COLUMN_TYPES = {
   client_ip: 'text',
   user_agent: 'text',
   credential_fingerprint: 'text',
+  error_message: 'text',
 } as const satisfies Record<LogColumn, string>;
 
 /** bigint comes back from pg as a string; the interface speaks numbers. */

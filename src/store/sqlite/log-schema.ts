@@ -54,4 +54,10 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
         WHERE request_body IS NOT NULL OR response_body IS NOT NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'requests.error_message',
+    // Why keyrelay refused or failed a request, in the words the caller got; older rows keep NULL.
+    sql: `ALTER TABLE requests ADD COLUMN error_message TEXT;`,
+  },
 ];

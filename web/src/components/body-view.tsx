@@ -21,12 +21,15 @@ export function BodyView({
   body,
   truncated,
   contentType,
+  missing,
 }: {
   id: string;
   title: string;
   body: string | null;
   truncated: boolean;
   contentType?: string;
+  /** Why there is no body, when the row says more than "not logged" (e.g. refused before it was read). */
+  missing?: string;
 }) {
   const sse = useMemo(
     () => (body && looksLikeSse(body, contentType) ? parseSse(body) : null),
@@ -37,7 +40,11 @@ export function BodyView({
 
   let content;
   if (body === null) {
-    content = <p className="muted">Not logged (turned off for this request, or body logging is disabled).</p>;
+    content = (
+      <p className="muted" data-testid={`${id}-missing`}>
+        {missing ?? 'Not logged (turned off for this request, or body logging is disabled).'}
+      </p>
+    );
   } else if (body === '') {
     content = <p className="muted">Empty body.</p>;
   } else if (sse) {
