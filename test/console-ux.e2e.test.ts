@@ -70,7 +70,8 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
           key_id: [account.keyId, ...named][i % 3]!,
           provider: i % 2 ? 'anthropic' : 'openai',
           path: i % 2 ? '/v1/messages' : '/v1/chat/completions',
-          model: i % 2 ? 'claude-3-7-sonnet-20250219' : 'gpt-4o-mini-2024-07-18',
+          model: i % 11 === 5 ? null : i % 2 ? 'claude-3-7-sonnet-20250219' : 'gpt-4o-mini-2024-07-18',
+          cost_usd: i % 5 === 0 ? null : 0.000123,
           status: i % 7 === 3 ? 403 : 200,
           outcome: i % 7 === 3 ? 'refused' : 'ok',
           error_code: i % 7 === 3 ? 'proxy_key_forbidden' : null,
@@ -180,6 +181,63 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
     expect(await page.locator('.detail-meta').textContent()).not.toContain('unreachable');
     expect(await page.content()).toContain('127.0.0.1');
     await shootAllWidths(page, 'ux-detail-dropped');
+  });
+
+  it('usage: filters by key, provider and model, takes a custom range, and explains what it shows', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${h.url}/usage?range=24h`);
+    await page.getByRole('heading', { name: 'By model' }).waitFor();
+    await page.locator('.chart-card svg.recharts-surface').nth(3).waitFor();
+    // The four charts' time axes start at the same offset in their cards.
+    const offsets = await page.locator('.chart-card').evaluateAll((cards) =>
+      cards.map((c) => {
+        const axis = c.querySelector('.recharts-xAxis');
+        return axis ? Math.round(axis.getBoundingClientRect().left - c.getBoundingClientRect().left) : null;
+      }),
+    );
+    expect(offsets).toHaveLength(4);
+    expect(new Set(offsets).size, JSON.stringify(offsets)).toBe(1);
+
+    const byModel = page.locator('.breakdown[aria-label="By model"]');
+    const noModel = byModel.getByText('(no model)');
+    await noModel.waitFor();
+    expect(await noModel.evaluate((el) => el.closest('a'))).toBeNull();
+    const byKey = (await page.locator('.breakdown[aria-label="By key"]').textContent()) ?? '';
+    expect(byKey).toMatch(/\+ \d+ unpriced/);
+    expect(byKey).not.toMatch(/\+\d+\?/);
+    await shootAllWidths(page, 'ux-usage');
+    expect(await layoutAtEveryWidth(page, '.breakdown tbody tr', 'td.stack-title', 'a')).toEqual({});
+
+    await page.getByLabel('Provider').selectOption('anthropic');
+    await page.waitForURL(/provider=anthropic/);
+    await byModel.getByText('claude-3-7-sonnet-20250219').waitFor();
+    await page.waitForFunction(
+      () =>
+        !document.querySelector('.breakdown[aria-label="By model"]')?.textContent?.includes('gpt-4o-mini'),
+    );
+    const longKey = await page.locator('#u-key option').filter({ hasText: LONG_NAME }).getAttribute('value');
+    await page.getByLabel('Key', { exact: true }).selectOption(longKey!);
+    await page.waitForURL(/key_id=/);
+
+    await page.getByRole('tab', { name: 'Custom' }).click();
+    const from = new Date(Date.now() - 2 * 3600_000);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const local = (d: Date) =>
+      `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    await page.getByLabel('From').fill(local(from));
+    await page.getByRole('button', { name: 'Apply range' }).click();
+    await page.waitForURL(/range=custom.*from=/);
+    await byModel.getByText('claude-3-7-sonnet-20250219').waitFor();
+    await shootAllWidths(page, 'ux-usage-filtered');
+
+    // The breakdown links into the request log with the same range and filters.
+    await byModel.getByRole('link', { name: 'claude-3-7-sonnet-20250219' }).click();
+    await page.waitForURL(/\/requests\?.*range=custom/);
+    expect(new URL(page.url()).searchParams.get('provider')).toBe('anthropic');
+    await page.getByLabel('From').waitFor();
+    const rows = page.locator('table.requests-table tbody tr.clickable');
+    await rows.first().waitFor();
+    for (const model of await rows.locator('.c-model').allTextContents()) expect(model).toContain('claude');
   });
 
   it('loads without script errors', () => {

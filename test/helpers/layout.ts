@@ -20,8 +20,16 @@ export async function checkLayout(
     ({ rowSelector, nameSelector, actionSelector }) => {
       const problems: string[] = [];
       const vw = document.documentElement.clientWidth;
-      if (document.documentElement.scrollWidth > vw + 1)
-        problems.push(`page is ${document.documentElement.scrollWidth - vw}px wider than the screen`);
+      if (document.documentElement.scrollWidth > vw + 1) {
+        // Name the widest culprit, so a failure says where to look.
+        const wide = Array.from(document.querySelectorAll<HTMLElement>('body *')).find(
+          (el) => el.getBoundingClientRect().right > vw + 1 && el.children.length === 0,
+        );
+        const culprit = wide ? `${wide.tagName.toLowerCase()}.${wide.getAttribute('class') ?? ''}` : '?';
+        problems.push(
+          `page is ${document.documentElement.scrollWidth - vw}px wider than the screen (${culprit})`,
+        );
+      }
       for (const wrap of Array.from(document.querySelectorAll<HTMLElement>('.table-wrap'))) {
         if (wrap.scrollWidth > wrap.clientWidth + 1)
           problems.push(`a table scrolls sideways by ${wrap.scrollWidth - wrap.clientWidth}px`);
@@ -67,7 +75,8 @@ export async function layoutAtEveryWidth(
   const found: Record<number, string[]> = {};
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 900 });
-    await page.waitForTimeout(150);
+    // Charts re-measure on a debounced ResizeObserver: let them settle before measuring.
+    await page.waitForTimeout(500);
     const problems = await checkLayout(page, rowSelector, nameSelector, actionSelector);
     if (problems.length > 0) found[width] = [...new Set(problems)].slice(0, 8);
   }

@@ -2,8 +2,19 @@ import { useEffect, useState } from 'react';
 import type { KeyView } from '../api.js';
 import { OUTCOME_LABELS, PROVIDER_LABELS } from '../lib/format.js';
 import { navigate } from '../router.js';
+import { DateRange } from './date-range.js';
 
-export const FILTER_KEYS = ['key_id', 'provider', 'model', 'outcome', 'status', 'range', 'property'] as const;
+export const FILTER_KEYS = [
+  'key_id',
+  'provider',
+  'model',
+  'outcome',
+  'status',
+  'range',
+  'from',
+  'to',
+  'property',
+] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 export type Filters = Partial<Record<FilterKey, string>>;
 
@@ -105,13 +116,26 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
     <div className="filters" role="search" aria-label="Filter requests">
       <div className="field field-inline">
         <label htmlFor="f-range">Time</label>
-        <select id="f-range" value={filters.range ?? ''} onChange={(e) => set('range', e.target.value)}>
+        <select
+          id="f-range"
+          value={filters.range ?? ''}
+          onChange={(e) =>
+            writeFilters({
+              ...filters,
+              range: e.target.value || undefined,
+              // A custom range starts as the last 24 hours; the inputs below change it.
+              from: e.target.value === 'custom' ? new Date(Date.now() - 86_400_000).toISOString() : undefined,
+              to: e.target.value === 'custom' ? new Date().toISOString() : undefined,
+            })
+          }
+        >
           <option value="">All time</option>
           {Object.entries(RANGES).map(([id, r]) => (
             <option key={id} value={id}>
               {r.label}
             </option>
           ))}
+          <option value="custom">Custom range…</option>
         </select>
       </div>
       <div className="field field-inline">
@@ -194,6 +218,14 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
         <button type="button" className="btn btn-ghost btn-sm filters-clear" onClick={() => writeFilters({})}>
           Clear filters
         </button>
+      )}
+      {filters.range === 'custom' && (
+        <DateRange
+          idPrefix="f-range"
+          from={filters.from}
+          to={filters.to}
+          onApply={(from, to) => writeFilters({ ...filters, from, to })}
+        />
       )}
     </div>
   );

@@ -19,7 +19,8 @@ import { useSession } from '../session.js';
 const PAGE_SIZE = 50;
 
 function toQuery(f: Filters): RequestQuery {
-  const range = f.range ? RANGES[f.range] : undefined;
+  const range = f.range && f.range !== 'custom' ? RANGES[f.range] : undefined;
+  const custom = f.range === 'custom';
   return {
     key_id: f.key_id,
     provider: f.provider,
@@ -28,7 +29,8 @@ function toQuery(f: Filters): RequestQuery {
     status: f.status,
     // A malformed one (e.g. from an edited URL) is flagged beside its field and left out of the query.
     property: propertyProblem(f.property) ? undefined : f.property,
-    from: range ? new Date(Date.now() - range.ms).toISOString() : undefined,
+    from: custom ? f.from : range ? new Date(Date.now() - range.ms).toISOString() : undefined,
+    to: custom ? f.to : undefined,
     limit: PAGE_SIZE,
   };
 }
