@@ -211,10 +211,12 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('sends a visitor to the login page and lets them sign up', async () => {
+  it('sends a visitor of a fresh install to sign up (log-in a click away)', async () => {
     await page.goto(`${base}/requests`);
+    await page.getByRole('heading', { name: 'Create your account' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/signup');
+    await page.getByRole('link', { name: 'Log in' }).click();
     await page.getByRole('heading', { name: 'Log in to keyrelay' }).waitFor();
-    expect(new URL(page.url()).pathname).toBe('/login');
     await screenshotBothWidths(page, 'login');
 
     await page.getByRole('link', { name: 'Create an account' }).click();

@@ -109,10 +109,9 @@ function Detail({ r }: { r: RequestLogRow }) {
       {r.outcome === 'refused' && (
         <div className="callout refusal" role="note">
           <strong>Refused by keyrelay; nothing was sent upstream.</strong>{' '}
-          {r.error_message ? (
-            <span data-testid="refusal-reason">{r.error_message}</span>
-          ) : (
-            ((r.error_code && ERROR_CODE_EXPLANATIONS[r.error_code]) ?? '')
+          {(r.error_code && ERROR_CODE_EXPLANATIONS[r.error_code]) ?? ''}{' '}
+          {r.error_message && (
+            <span data-testid="refusal-reason">The caller was told: “{r.error_message}”</span>
           )}{' '}
           {(r.error_code === 'proxy_rate_limited' ||
             r.error_code === 'proxy_budget_exceeded' ||
