@@ -216,7 +216,7 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
         !document.querySelector('.breakdown[aria-label="By model"]')?.textContent?.includes('gpt-4o-mini'),
     );
     const longKey = await page.locator('#u-key option').filter({ hasText: LONG_NAME }).getAttribute('value');
-    await page.getByLabel('Key', { exact: true }).selectOption(longKey!);
+    await page.getByLabel('Key', { exact: true }).selectOption(longKey);
     await page.waitForURL(/key_id=/);
 
     await page.getByRole('tab', { name: 'Custom' }).click();
@@ -238,6 +238,95 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
     const rows = page.locator('table.requests-table tbody tr.clickable');
     await rows.first().waitFor();
     for (const model of await rows.locator('.c-model').allTextContents()) expect(model).toContain('claude');
+  });
+
+  it('shows bodies as a chat beside the raw JSON, tool calls and images included', async () => {
+    const row = makeLogRow({
+      account_id: account.accountId,
+      key_id: account.keyId,
+      at: Date.now() - 10_000,
+      request_body: JSON.stringify({
+        model: 'gpt-5-mini',
+        stream: true,
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is in this picture?' },
+              { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+            ],
+          },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"cat"}' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'call_1', content: 'a tabby cat' },
+        ],
+      }),
+      response_body:
+        ['A', ' tabby', ' cat.']
+          .map((t) => `data: ${JSON.stringify({ choices: [{ delta: { content: t } }] })}\n\n`)
+          .join('') + 'data: [DONE]\n\n',
+      response_body_truncated: false,
+    });
+    await h.kr.services.logStore.insertBatch([row]);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${h.url}/requests/${row.id}`);
+    const reqChat = page.getByTestId('req-body-chat');
+    await reqChat.getByText('What is in this picture?').waitFor();
+    await reqChat.getByText('[image not kept in the log]').waitFor();
+    expect(await reqChat.locator('[data-part=tool-call]').textContent()).toContain('lookup');
+    expect(await reqChat.locator('[data-part=tool-result]').textContent()).toContain('a tabby cat');
+    await page.getByTestId('res-body-chat').getByText('A tabby cat.').waitFor();
+    // Narrow card: Chat or Raw, one at a time.
+    await page.getByRole('tablist', { name: 'Request body view' }).getByRole('tab', { name: 'Raw' }).click();
+    await page.getByTestId('req-body-raw').locator('pre').waitFor();
+    expect(await reqChat.isVisible()).toBe(false);
+    await shootAllWidths(page, 'ux-detail-chat');
+    // Wide card: both at once, side by side.
+    await page.setViewportSize({ width: 1920, height: 900 });
+    await page.waitForTimeout(300);
+    expect(await reqChat.isVisible()).toBe(true);
+    expect(await page.getByTestId('req-body-raw').locator('pre').isVisible()).toBe(true);
+    const [chatBox, rawBox] = await page
+      .locator('#req-body-pane-panel > .pane')
+      .evaluateAll((els) => els.map((e) => e.getBoundingClientRect().left));
+    expect(rawBox!).toBeGreaterThan(chatBox! + 300);
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('requests: optional columns, chosen once and remembered, and auto-refresh', async () => {
+    await page.goto(`${h.url}/requests`);
+    await page.locator('table.requests-table tbody tr.clickable').first().waitFor();
+    await page.getByRole('button', { name: 'Columns' }).click();
+    for (const name of ['End user', 'Session', 'Properties', 'TTFB'])
+      await page.getByRole('group', { name: 'Optional columns' }).getByLabel(name).check();
+    await page.keyboard.press('Escape');
+    await page.reload();
+    await page.locator('table.requests-table th', { hasText: 'End user' }).waitFor();
+    expect(await page.locator('table.requests-table tbody .c-end_user').allTextContents()).toContain(
+      'end-user-0@customer.example',
+    );
+    expect(await page.locator('table.requests-table thead th').allTextContents()).toEqual(
+      expect.arrayContaining(['Session', 'Properties', 'TTFB']),
+    );
+    await shootAllWidths(page, 'ux-requests-all-columns');
+    expect(await layoutAtEveryWidth(page, 'table.requests-table tbody tr', '.row-link', 'a')).toEqual({});
+
+    await page.getByLabel('Auto-refresh').check();
+    const fresh = makeLogRow({
+      account_id: account.accountId,
+      key_id: account.keyId,
+      at: Date.now(),
+      model: 'gpt-auto-refresh-probe',
+    });
+    await h.kr.services.logStore.insertBatch([fresh]);
+    await page.locator(`a[href="/requests/${fresh.id}"]`).waitFor({ timeout: 15_000 });
+    await page.getByLabel('Auto-refresh').uncheck();
   });
 
   it('loads without script errors', () => {

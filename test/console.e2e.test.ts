@@ -355,6 +355,7 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
     expect(headers).not.toContain(key);
     await screenshotBothWidths(page, 'request-detail');
 
+    await page.getByRole('tab', { name: 'Raw', exact: true }).last().click();
     await page.getByRole('tab', { name: 'Raw events' }).click();
     expect(await page.locator('#res-body-view-panel pre').textContent()).toContain('data: ');
 

@@ -222,6 +222,7 @@ function Detail({ r }: { r: RequestLogRow }) {
         body={r.response_body}
         truncated={r.response_body_truncated}
         contentType={contentType}
+        side="response"
         missing={
           r.outcome === 'refused'
             ? `Nothing from the provider: keyrelay answered ${r.status} itself${r.error_message ? `: “${r.error_message}”` : '.'}`

@@ -17,6 +17,8 @@ import { useLocation } from '../router.js';
 import { useSession } from '../session.js';
 
 const PAGE_SIZE = 50;
+const AUTO_REFRESH_MS = 5000;
+const AUTO_REFRESH_KEY = 'keyrelay.requests.autoRefresh';
 
 function toQuery(f: Filters): RequestQuery {
   const range = f.range && f.range !== 'custom' ? RANGES[f.range] : undefined;
@@ -44,6 +46,7 @@ export function RequestsPage() {
 
   const first = useAsync(() => api.listRequests(toQuery(filters)), [search]);
   const [shown, toggleColumn] = useOptionalColumns();
+  const [autoRefresh, setAutoRefresh] = useState(() => localStorage.getItem(AUTO_REFRESH_KEY) === '1');
   const [extra, setExtra] = useState<RequestSummary[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const [moreBusy, setMoreBusy] = useState(false);
@@ -69,6 +72,16 @@ export function RequestsPage() {
     }
   }
 
+  // Auto-refresh reloads the newest page only while nothing older is loaded below it (it would be lost)
+  // and the tab is visible.
+  useEffect(() => {
+    if (!autoRefresh || extra.length > 0) return;
+    const t = setInterval(() => {
+      if (document.visibilityState === 'visible') first.reload();
+    }, AUTO_REFRESH_MS);
+    return () => clearInterval(t);
+  }, [autoRefresh, extra.length, first.reload]);
+
   const rows = [...(first.data?.items ?? []), ...extra];
   const filtered = Object.keys(filters).length > 0;
   const showEmpty = first.data && rows.length === 0;
@@ -80,6 +93,17 @@ export function RequestsPage() {
         description="Every call through keyrelay, newest first."
         actions={
           <>
+            <label className="btn btn-secondary auto-refresh">
+              <input
+                type="checkbox"
+                checked={autoRefresh}
+                onChange={(e) => {
+                  setAutoRefresh(e.target.checked);
+                  localStorage.setItem(AUTO_REFRESH_KEY, e.target.checked ? '1' : '0');
+                }}
+              />
+              Auto-refresh
+            </label>
             <ColumnPicker shown={shown} onToggle={toggleColumn} />
             <button
               type="button"
