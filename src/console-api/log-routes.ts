@@ -30,6 +30,8 @@ const requestsQuery = z.object({
     .max(400)
     .regex(/^[^:]+:/, 'must be name:value')
     .optional(),
+  // Words to find in model, path, end user, session and stored bodies.
+  q: z.string().max(200).optional(),
   limit: queryInt(1, 200).default(50),
   cursor: z.string().min(1).max(200).optional(),
 });
@@ -77,6 +79,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     const filter = toFilter(account.id, q);
     if (q.status !== undefined) filter.status = q.status;
     if (q.outcome) filter.outcome = q.outcome;
+    if (q.q?.trim()) filter.search = q.q;
     if (q.property) {
       const colon = q.property.indexOf(':');
       filter.property = { name: q.property.slice(0, colon), value: q.property.slice(colon + 1) };

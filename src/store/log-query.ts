@@ -63,6 +63,13 @@ export interface WhereDialect {
   bind(value: string | number): string;
   /** SQL true when properties[name] = value, given the two placeholders. */
   propertyEquals(nameParam: string, valueParam: string): string;
+  /** SQL true when the row's full-text index matches the words (unbound; the dialect binds them). */
+  search(words: string[]): string;
+}
+
+/** The words of a search box, as both stores' indexes split text: letters and digits, lower case. */
+export function searchWords(text: string): string[] {
+  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16);
 }
 
 /** Every filter of RequestFilter, ANDed; always scoped to the account. */
@@ -81,6 +88,10 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   if (f.from !== undefined) parts.push(`created_at >= ${d.bind(toFilterTime(f.from))}`);
   if (f.to !== undefined) parts.push(`created_at < ${d.bind(toFilterTime(f.to))}`);
   if (f.property) parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));
+  if (f.search !== undefined) {
+    const words = searchWords(f.search);
+    if (words.length > 0) parts.push(d.search(words));
+  }
   return parts.join(' AND ');
 }
 

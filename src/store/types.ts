@@ -127,6 +127,8 @@ export interface RequestFilter {
   property?: { name: string; value: string };
   end_user?: string;
   session?: string;
+  /** Words to find in model, path, end user, session and stored bodies (each store's full-text index). */
+  search?: string;
 }
 
 /** Summary row for lists: everything but headers and bodies. */

@@ -115,6 +115,8 @@ export interface RequestQuery {
   from?: string;
   to?: string;
   property?: string;
+  /** Full-text search over model, path, end user, session and stored bodies. */
+  q?: string;
   limit?: number;
   cursor?: string | null;
 }

@@ -103,6 +103,10 @@ function dialect(params: unknown[]): WhereDialect {
       return `$${params.length}`;
     },
     propertyEquals: (name, value) => `properties ->> (${name}::text) = ${value}::text`,
+    search: (words) => {
+      params.push(words.join(' '));
+      return `search_vector @@ plainto_tsquery('simple', $${params.length})`;
+    },
   };
 }
 

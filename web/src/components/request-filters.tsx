@@ -14,6 +14,7 @@ export const FILTER_KEYS = [
   'from',
   'to',
   'property',
+  'q',
 ] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 export type Filters = Partial<Record<FilterKey, string>>;
@@ -114,6 +115,15 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
   const active = FILTER_KEYS.some((k) => filters[k]);
   return (
     <div className="filters" role="search" aria-label="Filter requests">
+      <div className="field field-inline field-search">
+        <label htmlFor="f-q">Search</label>
+        <DebouncedInput
+          id="f-q"
+          value={filters.q ?? ''}
+          placeholder="model, path, user, session, text…"
+          onCommit={(v) => set('q', v)}
+        />
+      </div>
       <div className="field field-inline">
         <label htmlFor="f-range">Time</label>
         <select

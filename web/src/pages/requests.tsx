@@ -33,6 +33,7 @@ function toQuery(f: Filters): RequestQuery {
     property: propertyProblem(f.property) ? undefined : f.property,
     from: custom ? f.from : range ? new Date(Date.now() - range.ms).toISOString() : undefined,
     to: custom ? f.to : undefined,
+    q: f.q,
     limit: PAGE_SIZE,
   };
 }
