@@ -26,6 +26,7 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
   let page: Page;
   let account: { accountId: string; keyId: string; key: string };
   let limitedKey = '';
+  let chatRowId = '';
   const email = 'long-names@example.com';
   const pageErrors: string[] = [];
 
@@ -274,6 +275,7 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
       response_body_truncated: false,
     });
     await h.kr.services.logStore.insertBatch([row]);
+    chatRowId = row.id;
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.goto(`${h.url}/requests/${row.id}`);
     const reqChat = page.getByTestId('req-body-chat');
@@ -297,6 +299,21 @@ describe.skipIf(!chromium)('console with long names, many rows and every state',
       .evaluateAll((els) => els.map((e) => e.getBoundingClientRect().left));
     expect(rawBox!).toBeGreaterThan(chatBox! + 300);
     await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('requests: search finds a row by words in its stored body', async () => {
+    await page.goto(`${h.url}/requests`);
+    await page.locator('table.requests-table tbody tr.clickable').first().waitFor();
+    await page.getByLabel('Search').fill('tabby cat');
+    await page.getByLabel('Search').press('Enter');
+    await page.waitForURL(/q=tabby/);
+    const rows = page.locator('table.requests-table tbody tr.clickable');
+    await page.waitForFunction(
+      () => document.querySelectorAll('table.requests-table tbody tr.clickable').length === 1,
+    );
+    expect(await rows.locator('a.row-link').getAttribute('href')).toBe(`/requests/${chatRowId}`);
+    await shootAllWidths(page, 'ux-requests-search');
+    await page.getByRole('button', { name: 'Clear filters' }).click();
   });
 
   it('requests: optional columns, chosen once and remembered, and auto-refresh', async () => {

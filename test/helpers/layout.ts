@@ -75,9 +75,13 @@ export async function layoutAtEveryWidth(
   const found: Record<number, string[]> = {};
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 900 });
-    // Charts re-measure on a debounced ResizeObserver: let them settle before measuring.
-    await page.waitForTimeout(500);
-    const problems = await checkLayout(page, rowSelector, nameSelector, actionSelector);
+    // Charts re-measure on a debounced ResizeObserver: let them settle (longer on a busy machine).
+    let problems: string[] = [];
+    for (let attempt = 0; attempt < 4; attempt++) {
+      await page.waitForTimeout(500);
+      problems = await checkLayout(page, rowSelector, nameSelector, actionSelector);
+      if (problems.length === 0) break;
+    }
     if (problems.length > 0) found[width] = [...new Set(problems)].slice(0, 8);
   }
   if (original) await page.setViewportSize(original);
