@@ -481,6 +481,27 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect((await find('***')).length).toBe(3);
     });
 
+    it('pages through many matches newest first, with other rows in between', async () => {
+      const t = Date.parse('2026-05-01T00:00:00.000Z');
+      const rows = Array.from({ length: 70 }, (_, i) =>
+        makeLogRow({
+          account_id: acct,
+          at: t + i,
+          request_body: body(i % 7 === 3 ? 'plain words' : `wombat ${i}`),
+        }),
+      );
+      await log.insertBatch(rows);
+      const want = newestFirst(rows.filter((_, i) => i % 7 !== 3)).map((r) => r.id);
+      const first = await log.listRequests({ account_id: acct, search: 'wombat' }, { limit: 50 });
+      expect(ids(first.items)).toEqual(want.slice(0, 50));
+      const second = await log.listRequests(
+        { account_id: acct, search: 'wombat' },
+        { limit: 50, cursor: first.next_cursor },
+      );
+      expect(ids(second.items)).toEqual(want.slice(50));
+      expect(second.next_cursor).toBeNull();
+    });
+
     it('forgets body text once retention strips the bodies', async () => {
       const old = Date.parse('2002-02-02T00:00:00.000Z');
       const r = makeLogRow({ account_id: acct, at: old, request_body: body('quokka sighting') });
