@@ -88,10 +88,13 @@ async function main(): Promise<void> {
   const pg = new PgLogStore(db.url);
   await pg.migrate();
   try {
+    // BENCH_STORES=postgres (or sqlite) measures one store only.
+    const only = process.env.BENCH_STORES;
     for (const [name, store] of [
       ['sqlite', sqlite],
       ['postgres', pg],
     ] as const) {
+      if (only && only !== name) continue;
       const fillMs = await fill(store);
       console.log(`${name}: ${ROWS} rows written in ${(fillMs / 1000).toFixed(1)} s`);
       for (const [q, result] of Object.entries(await time(store))) console.log(`  ${name} "${q}": ${result}`);

@@ -98,7 +98,7 @@ function columnsOf(encoded: readonly Value[][]): Value[][] {
 }
 
 /** Newest rows a search reads in order before it asks the full-text index instead (see listRequests). */
-const SEARCH_WINDOW = 2000;
+const SEARCH_WINDOW = 300;
 
 function dialect(params: unknown[]): WhereDialect {
   return {
