@@ -361,7 +361,7 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
 
     // A deep link loads straight into the page (SPA fallback on the server).
     await page.goto(`${base}/requests/${streamed.id}`);
-    await page.getByTestId('reassembled').waitFor();
+    await page.getByTestId('reassembled').waitFor({ state: 'attached' });
   });
 
   it('draws usage charts and breakdowns by model and by key', async () => {
