@@ -22,6 +22,7 @@ import type { LoginThrottle } from './accounts/throttle.js';
 import type { KeyEventBus } from './keys/events.js';
 import type { Metrics } from './metrics.js';
 import { guardConnections, guardedServerOptions, guardRequests } from './http-guard.js';
+import { RequestLogController } from './logger.js';
 import { createProxyHandler, type ProxyContext } from './proxy/handle.js';
 import { PROXY_PREFIX } from './proxy/target.js';
 import type { ConfigStore, LogStore } from './store/types.js';
@@ -52,6 +53,26 @@ function isProxyRequest(url: string): boolean {
   return url.startsWith(PROXY_PREFIX) || !url.startsWith('/') || url.startsWith('//');
 }
 
+/** A provider API path without the proxy prefix: an SDK whose base URL is the bare keyrelay address. */
+const PROVIDER_API_PATH =
+  /^\/(v1(\/|$|\?)|(chat\/completions|completions|embeddings|models|responses|messages)(\/|$|\?))/;
+
+/** OpenAI's error shape (Anthropic's SDK reads it too), naming the base URLs to use instead. */
+function wrongBaseUrl(publicUrl: string) {
+  const base = publicUrl.replace(/\/+$/, '');
+  return {
+    type: 'error',
+    error: {
+      type: 'invalid_request_error',
+      code: 'wrong_base_url',
+      param: null,
+      message:
+        `This is keyrelay, not the provider's API: set your SDK's base URL to ${base}/api/proxy/openai/v1 ` +
+        `(OpenAI) or ${base}/api/proxy/anthropic (Anthropic), and send your keyrelay key in the proxy-api-key header.`,
+    },
+  };
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   let proxyHandler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   const app = Fastify({
@@ -73,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       guardConnections(server, deps.config.guard, deps.log);
       return server;
     },
+    logController: new RequestLogController(),
   });
   proxyHandler = createProxyHandler({ ...deps.proxy, log: deps.log });
   // Every answer of keyrelay's own, /healthz and /metrics included: none of them is meant to be sniffed.
@@ -104,6 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(fastifyStatic, { root, wildcard: false, index: ['index.html'] });
     }
     scope.setNotFoundHandler(async (req, reply) => {
+      if (PROVIDER_API_PATH.test(req.url)) return reply.code(404).send(wrongBaseUrl(deps.config.publicUrl));
       if (req.method !== 'GET' || req.url.startsWith('/api/')) {
         return reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } });
       }

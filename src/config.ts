@@ -85,6 +85,8 @@ const schema = z.object({
   KEYRELAY_USAGE_DECODE_BYTES: int(1).default(32 * 1024 * 1024),
   /** Largest SSE event held whole, for usage or for the OpenAI stream-usage rewrite. */
   KEYRELAY_SSE_EVENT_BYTES: int(1024).default(2 * 1024 * 1024),
+  // Operational log format: auto = readable lines on a terminal, JSON lines otherwise.
+  KEYRELAY_LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 });
 
 export type Env = z.input<typeof schema>;
@@ -117,6 +119,7 @@ export interface Config {
   sessionMaxMs: number;
   logLevel: string;
   ws: { maxMessageBytes: number; idleTimeoutMs: number; highWaterBytes: number; maxBufferBytes: number };
+  logFormat: 'auto' | 'json' | 'pretty';
   /** Cookies get `Secure` when the console is served over HTTPS. */
   secureCookies: boolean;
   guard: Readonly<GuardLimits>;
@@ -182,6 +185,7 @@ export function loadConfig(
       highWaterBytes: e.KEYRELAY_WS_HIGH_WATER_BYTES,
       maxBufferBytes: e.KEYRELAY_WS_MAX_BUFFER_BYTES,
     }),
+    logFormat: e.KEYRELAY_LOG_FORMAT,
     secureCookies: publicUrl.startsWith('https:'),
     guard: Object.freeze({
       clientHeadersTimeoutMs: e.KEYRELAY_CLIENT_HEADERS_TIMEOUT_MS,

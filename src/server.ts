@@ -69,7 +69,7 @@ function fingerprinter(key: Buffer): (credential: string) => string {
 export async function startServer(config: Readonly<Config>): Promise<RunningServer> {
   const metrics = createMetrics();
   const { configStore, logStore, logWriter, kind, driver } = await openStores(config);
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFormat);
   log.info({ store: kind, driver, node: process.versions.node }, 'stores open');
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
   let bus: KeyEventBus;

@@ -1,5 +1,5 @@
 /** The keyrelay command, run as an operator runs it, against a fresh data directory. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -135,4 +135,109 @@ describe('keyrelay CLI', () => {
     const u = await runCli(['serve'], { ...env, KEYRELAY_OPENAI_UPSTREAM: 'https://api.openai.com/v1' });
     expect(u.stderr).toContain('KEYRELAY_OPENAI_UPSTREAM');
   });
+});
+
+describe('keyrelay CLI, as a well-made command', () => {
+  it('answers --help for every command and command group with exit 0', async () => {
+    for (const args of [
+      ['--help'],
+      ['serve', '--help'],
+      ['migrate', '--help'],
+      ['users', '--help'],
+      ['users', 'create', '--help'],
+      ['keys', '--help'],
+      ['keys', 'create', '-h'],
+      ['keys', 'list', '--help'],
+      ['keys', 'limits', '--help'],
+      ['keys', 'revoke', '--help'],
+      ['requests', 'list', '--help'],
+    ]) {
+      const r = await runCli(args, env);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.stdout, args.join(' ')).toMatch(/^usage: keyrelay /);
+    }
+  }, 120_000);
+
+  it('lists a group’s commands when given the group alone, as a usage error (exit 2)', async () => {
+    const r = await runCli(['keys'], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('"keys" needs a command');
+    for (const sub of ['create', 'list', 'limits', 'revoke']) expect(r.stderr).toContain(`keys ${sub}`);
+  });
+
+  it('says what is wrong with a command line in the user’s terms, always with exit 2', async () => {
+    const cases: [string[], string][] = [
+      [[], 'no command given'],
+      [['frobnicate'], 'unknown command "frobnicate"'],
+      [['requests', 'list', '--limit', '-3'], '--limit must be a whole number from 1 to 10000 (got -3)'],
+      [['requests', 'list', '--bogus'], 'unknown option --bogus'],
+      [['keys', 'list', '--email'], '--email needs a value'],
+      [['keys', 'list', '--limit', '3', '--email', 'ops@example.com'], 'keys list does not take --limit'],
+      [['keys', 'revoke'], 'give the key'],
+      [['keys', 'create'], '--email is required'],
+      [['keys', 'create', '--email', 'ops@example.com', '--rpm', '1.5'], '--rpm must be a whole number'],
+    ];
+    for (const [args, message] of cases) {
+      const r = await runCli(args, env);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toContain(message);
+      expect(r.stderr).not.toMatch(/ERR_PARSE|ambiguous|TypeError|at .*\.js:\d+/);
+    }
+  }, 120_000);
+
+  it('answers an out-of-range limit with the flag’s name, not the API field', async () => {
+    const k = (await json(['keys', 'create', '--email', 'ops@example.com', '--name', 'rpm'])) as {
+      id: string;
+    };
+    const r = await runCli(['keys', 'limits', k.id, '--rpm', '0'], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--rpm must be "none" or an integer');
+    expect(r.stderr).not.toContain('rate_limit_rpm');
+    const missing = await runCli(['keys', 'revoke', 'no-such-id'], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no key with id no-such-id');
+  });
+
+  it('refuses to create a database anywhere but serve and migrate (a mistyped --data-dir)', async () => {
+    const typo = join(dataDir, 'dta');
+    const r = await runCli(['keys', 'list', '--email', 'ops@example.com', '--data-dir', typo], env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`no keyrelay database in ${typo}`);
+    expect(existsSync(typo)).toBe(false);
+  });
+});
+
+describe('keyrelay serve output', () => {
+  it('prints a banner with the address, console URL, data directory and stores when pretty', async () => {
+    const kr = await startServeProcess({ ...env, KEYRELAY_LOG_FORMAT: 'pretty' });
+    kr.child.kill('SIGTERM');
+    expect(await kr.exited, kr.output()).toBe(0);
+    const out = kr.output();
+    expect(out).toContain(`keyrelay is listening on ${kr.url}`);
+    expect(out).toMatch(/console\s+http:\/\/127\.0\.0\.1:\d+\//);
+    expect(out).toContain(`SQLite in ${dataDir}`);
+    expect(out).toMatch(/redis\s+not used/);
+    expect(out).not.toContain('{"level"');
+  }, 60_000);
+
+  it('logs JSON lines when not on a terminal, with console files at debug only', async () => {
+    for (const level of ['info', 'debug']) {
+      const kr = await startServeProcess({ ...env, KEYRELAY_LOG_LEVEL: level });
+      for (const path of ['/favicon.svg', '/keys', '/api/console/info']) {
+        const res = await request(`${kr.url}${path}`);
+        await res.body.dump();
+      }
+      kr.child.kill('SIGTERM');
+      expect(await kr.exited).toBe(0);
+      const lines = kr
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg: string; req?: { url: string } });
+      const urls = lines.filter((l) => l.msg === 'request').map((l) => l.req!.url);
+      expect(urls, level).toContain('/api/console/info');
+      if (level === 'info') expect(urls).not.toContain('/favicon.svg');
+      else expect(urls).toEqual(expect.arrayContaining(['/favicon.svg', '/keys']));
+    }
+  }, 60_000);
 });

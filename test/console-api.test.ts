@@ -45,12 +45,27 @@ describe('info', () => {
     expect(r.status).toBe(200);
     expect(r.json).toEqual({
       signup: 'invite',
+      password: { min_length: 10, max_length: 256 },
+      fresh_install: true,
       public_url: 'https://relay.example.com',
       providers: {
         openai: { base_url: 'https://relay.example.com/api/proxy/openai/v1' },
         anthropic: { base_url: 'https://relay.example.com/api/proxy/anthropic' },
       },
     });
+  });
+
+  it('says the password rule the server enforces, and whether this is a fresh install', async () => {
+    const s = await start();
+    const c = s.client();
+    expect((await c.get('/info')).json).toMatchObject({ fresh_install: true });
+    const short = await c.post('/signup', { email: 'a@example.com', password: 'x'.repeat(9) });
+    expect(short.status).toBe(400);
+    expect(short.json.error.message).toContain(
+      `${(await c.get('/info')).json.password.min_length} characters`,
+    );
+    await c.signup('a@example.com', 'x'.repeat(10));
+    expect((await s.client().get('/info')).json).toMatchObject({ fresh_install: false });
   });
 });
 

@@ -211,10 +211,12 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('sends a visitor to the login page and lets them sign up', async () => {
+  it('sends a visitor of a fresh install to sign up (log-in a click away)', async () => {
     await page.goto(`${base}/requests`);
+    await page.getByRole('heading', { name: 'Create your account' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/signup');
+    await page.getByRole('link', { name: 'Log in' }).click();
     await page.getByRole('heading', { name: 'Log in to keyrelay' }).waitFor();
-    expect(new URL(page.url()).pathname).toBe('/login');
     await screenshotBothWidths(page, 'login');
 
     await page.getByRole('link', { name: 'Create an account' }).click();
@@ -353,12 +355,13 @@ describe.skipIf(!chromium)('web console, as a new user uses it', () => {
     expect(headers).not.toContain(key);
     await screenshotBothWidths(page, 'request-detail');
 
+    await page.getByRole('tab', { name: 'Raw', exact: true }).last().click();
     await page.getByRole('tab', { name: 'Raw events' }).click();
     expect(await page.locator('#res-body-view-panel pre').textContent()).toContain('data: ');
 
     // A deep link loads straight into the page (SPA fallback on the server).
     await page.goto(`${base}/requests/${streamed.id}`);
-    await page.getByTestId('reassembled').waitFor();
+    await page.getByTestId('reassembled').waitFor({ state: 'attached' });
   });
 
   it('draws usage charts and breakdowns by model and by key', async () => {

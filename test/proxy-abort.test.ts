@@ -15,11 +15,12 @@ const PATHS: Record<Provider, string> = { openai: '/v1/chat/completions', anthro
 
 let h: Harness;
 let key: string;
+let accountId: string;
 let decoy: Decoy;
 
 beforeAll(async () => {
   h = await startHarness({ KEYRELAY_IDLE_TIMEOUT_MS: '400' });
-  ({ key } = await h.newUser());
+  ({ key, accountId } = await h.newUser());
   decoy = await startDecoy();
 });
 afterAll(async () => {
@@ -125,6 +126,22 @@ describe.each(['openai', 'anthropic'] as const)('%s: upstream fails mid-stream',
     expect(res.status).toBe(200);
     expect(res.complete).toBe(false);
     expect(res.body.toString().split('\n\n').length - 1).toBe(3);
+  });
+
+  it('logs a stream upstream drops as dropped mid-response (not unreachable), with the client IP', async () => {
+    const res = await rawExchange(h.kr.port, streamRequest(provider, ['x-fake-drop-after-events: 3']));
+    expect(res.status).toBe(200);
+    const id = res.headers['x-keyrelay-request-id']?.[0];
+    expect(id).toBeTruthy();
+    await h.flushLog();
+    const row = await h.kr.services.logStore.getRequest(accountId, id!);
+    expect(row).toMatchObject({
+      status: 200,
+      outcome: 'upstream_error',
+      error_code: 'proxy_upstream_dropped',
+      client_ip: '127.0.0.1',
+    });
+    expect(row!.error_message).toContain('closed the connection mid-response');
   });
 
   it('hands the caller upstream’s response head before the first event, even if the stream then stalls', async () => {

@@ -43,8 +43,14 @@ export function dummyHash(): Promise<string> {
   return dummy;
 }
 
+/** The console's forms read these from /api/console/info, so they never disagree with the server. */
+export const PASSWORD_MIN_LENGTH = 10;
+export const PASSWORD_MAX_LENGTH = 256;
+
 export function validatePassword(password: string): string | null {
-  if (password.length < 10) return 'Password must be at least 10 characters.';
-  if (password.length > 256) return 'Password must be at most 256 characters.';
+  if (password.length < PASSWORD_MIN_LENGTH)
+    return `Password must be at least ${PASSWORD_MIN_LENGTH} characters.`;
+  if (password.length > PASSWORD_MAX_LENGTH)
+    return `Password must be at most ${PASSWORD_MAX_LENGTH} characters.`;
   return null;
 }

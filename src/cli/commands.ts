@@ -1,5 +1,8 @@
 /** The CLI's commands other than serve. Each opens the configured stores, acts, and closes them. */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Config } from '../config.js';
+import { ApiError } from '../errors.js';
 import { createAccount, normalizeEmail } from '../accounts/create-account.js';
 import { createKey, revokeKey, setKeyLimits, toKeyView } from '../keys/actions.js';
 import { LocalKeyEventBus, type KeyEventBus } from '../keys/events.js';
@@ -27,7 +30,9 @@ type LimitFlag = (typeof LIMIT_FLAGS)[number];
 function limitsPatch(flags: CommandArgs['limits']): Partial<KeyLimits> {
   const patch: Partial<KeyLimits> = {};
   const num = (flag: LimitFlag, v: string) => {
-    if (!/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`--${flag} must be a number or "none"`);
+    if (flag === 'rpm' && !/^\d+$/.test(v))
+      throw new UsageError(`--rpm must be a whole number of requests per minute, or "none" (got ${v})`);
+    if (!/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`--${flag} must be a number or "none" (got ${v})`);
     return Number(v);
   };
   const list = (v: string) =>
@@ -58,7 +63,48 @@ interface Ctx {
 
 class UsageError extends Error {}
 
-async function withStores(config: Readonly<Config>, fn: (ctx: Ctx) => Promise<void>): Promise<number> {
+/** The key actions' messages name API fields; on the command line they are flags. */
+function inFlagTerms(message: string): string {
+  return message
+    .replace(/rate_limit_rpm/g, '--rpm')
+    .replace(/budget_usd/g, '--budget-usd')
+    .replace(/budget_period/g, '--budget-period')
+    .replace(/allowed_providers/g, '--providers')
+    .replace(/allowed_models/g, '--models')
+    .replace(/must be null or/g, 'must be "none" or')
+    .replace(/Key name/g, '--name');
+}
+
+/**
+ * Whether the configured database already holds keyrelay's schema. Only serve and migrate may create
+ * one: anything else finding none means a mistyped --data-dir or URL, and must not leave an empty database.
+ */
+async function databaseExists(config: Readonly<Config>): Promise<boolean> {
+  if (!config.databaseUrl) return existsSync(join(config.dataDir, 'keyrelay.db'));
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: config.databaseUrl });
+  await client.connect();
+  try {
+    const r = await client.query<{ ok: boolean }>("SELECT to_regclass('accounts') IS NOT NULL AS ok");
+    return r.rows[0]?.ok === true;
+  } finally {
+    await client.end();
+  }
+}
+
+async function withStores(
+  config: Readonly<Config>,
+  fn: (ctx: Ctx) => Promise<void>,
+  opts: { create?: boolean } = {},
+): Promise<number> {
+  if (!opts.create && !(await databaseExists(config))) {
+    const where = config.databaseUrl ? 'in that PostgreSQL database' : `in ${config.dataDir}`;
+    process.stderr.write(
+      `keyrelay: no keyrelay database ${where}. Check --data-dir / --database-url ` +
+        `(KEYRELAY_DATA_DIR / KEYRELAY_DATABASE_URL), or create one with "keyrelay migrate".\n`,
+    );
+    return 1;
+  }
   const { configStore, logStore } = await openStores(config);
   // With Redis, a CLI revocation reaches running instances at once, like one made in the console.
   const quiet = { warn: () => {}, info: () => {} };
@@ -72,8 +118,9 @@ async function withStores(config: Readonly<Config>, fn: (ctx: Ctx) => Promise<vo
     return 0;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    process.stderr.write(`keyrelay: ${message}\n`);
-    return err instanceof UsageError ? 2 : 1;
+    process.stderr.write(`keyrelay: ${inFlagTerms(message)}\n`);
+    // A value the key actions refuse (400) was given on the command line: a usage error, like a bad flag.
+    return err instanceof UsageError || (err instanceof ApiError && err.status === 400) ? 2 : 1;
   } finally {
     await bus.close();
     await logStore.close();
@@ -100,7 +147,13 @@ const keyLine = (k: KeyView) =>
 
 async function findKey(store: ConfigStore, ref: string) {
   const rec = isWellFormedKey(ref) ? await store.getKeyByHash(hashKey(ref)) : await store.getKey(ref);
-  if (!rec) throw new Error('no such key');
+  // Never echo a full key back: it would land in shell logs and scrollback.
+  if (!rec)
+    throw new Error(
+      isWellFormedKey(ref)
+        ? 'no such key: that full key is not known to this database'
+        : `no key with id ${ref} (see "keyrelay keys list --email E", or give the full key)`,
+    );
   return rec;
 }
 
@@ -114,11 +167,15 @@ const limitsLine = (k: KeyLimits) =>
 
 export const commands: Record<string, Command> = {
   migrate: (config) =>
-    withStores(config, () => {
-      // openStores already ran every migration.
-      process.stdout.write('database is up to date\n');
-      return Promise.resolve();
-    }),
+    withStores(
+      config,
+      () => {
+        // openStores already ran every migration.
+        process.stdout.write('database is up to date\n');
+        return Promise.resolve();
+      },
+      { create: true },
+    ),
 
   'users create': (config, args) =>
     withStores(config, async ({ configStore, bus }) => {
@@ -174,8 +231,8 @@ export const commands: Record<string, Command> = {
   'requests list': (config, args) =>
     withStores(config, async ({ configStore, logStore }) => {
       const limit = args.limit ? Number(args.limit) : 20;
-      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
-        throw new UsageError('--limit must be 1–10000');
+      if (!/^\d+$/.test(args.limit ?? '20') || !Number.isInteger(limit) || limit < 1 || limit > 10_000)
+        throw new UsageError(`--limit must be a whole number from 1 to 10000 (got ${args.limit})`);
       const owner = args.email ? await accountId(configStore, args.email) : undefined;
       const rows = await logStore.listRecent({ limit, ...(owner ? { account_id: owner } : {}) });
       const text = rows

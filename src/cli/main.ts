@@ -1,65 +1,136 @@
 /**
  * The keyrelay command (SPEC §4). Acts on the configured database with the same environment as the server;
  * flags override variables (`--port 9000` = KEYRELAY_PORT=9000). `--json` prints one JSON document.
+ * Exit status: 0 done, 1 failed, 2 the command line was wrong (usage errors always print where to get help).
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { commands, LIMIT_FLAGS, type CommandArgs } from './commands.js';
+import { COMMANDS, commandHelp, FLAG_TO_VAR, GROUPS, groupHelp, mainHelp } from './help.js';
 
-const FLAG_TO_VAR: Record<string, string> = {
-  host: 'KEYRELAY_HOST',
-  port: 'KEYRELAY_PORT',
-  'public-url': 'KEYRELAY_PUBLIC_URL',
-  'data-dir': 'KEYRELAY_DATA_DIR',
-  'database-url': 'KEYRELAY_DATABASE_URL',
-  'redis-url': 'KEYRELAY_REDIS_URL',
-  'openai-upstream': 'KEYRELAY_OPENAI_UPSTREAM',
-  'anthropic-upstream': 'KEYRELAY_ANTHROPIC_UPSTREAM',
-  signup: 'KEYRELAY_SIGNUP',
-  'log-level': 'KEYRELAY_LOG_LEVEL',
-};
+const STRING_OPTIONS = ['email', 'password', 'name', 'limit', ...LIMIT_FLAGS, ...Object.keys(FLAG_TO_VAR)];
+const BOOLEAN_OPTIONS = ['json', 'help'];
+/** Commands that take one positional argument (a key); the rest take none. */
+const ONE_ARGUMENT = new Set(['keys limits', 'keys revoke']);
 
-const USAGE = `usage: keyrelay <command> [options]
+class Usage extends Error {
+  constructor(
+    message: string,
+    readonly help: string,
+  ) {
+    super(message);
+  }
+}
 
-  serve                                  run the proxy and console
-  users create --email E --password P    create an account and its default key
-  keys create --email E [--name N] [limits]  create a key
-  keys list --email E                    list an account's keys
-  keys limits <key id | full key> limits set a key's limits (others unchanged)
-  keys revoke <key id | full key>        revoke a key
-  requests list [--email E] [--limit N]  newest request-log rows first
-  migrate                                create or upgrade the database schema
+/**
+ * `--limit -3` is a value that happens to start with a dash: join it to its option, so the command can
+ * say what is wrong with -3 instead of the parser guessing that a value is missing.
+ */
+function joinDashValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (
+      a.startsWith('--') &&
+      STRING_OPTIONS.includes(a.slice(2)) &&
+      next !== undefined &&
+      /^-\d/.test(next)
+    ) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
 
-limits: --rpm N, --budget-usd X, --budget-period day|month, --providers openai,anthropic,
-        --models gpt-4o,claude-* (a value of "none" removes that limit)
+/** The parser's errors, in the words of someone typing the command. */
+function parseProblem(err: unknown): string {
+  const code = (err as { code?: string }).code;
+  const message = err instanceof Error ? err.message : String(err);
+  const option = /'(-[^' ]+)/.exec(message)?.[1] ?? '';
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option}`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    return BOOLEAN_OPTIONS.includes(option.replace(/^-+/, '')) || option === '-h'
+      ? `${option} takes no value`
+      : `${option} needs a value`;
+  }
+  return message;
+}
 
-options: --json, and ${Object.keys(FLAG_TO_VAR)
-  .map((f) => `--${f}`)
-  .join(', ')} (same as the KEYRELAY_* variables)`;
+interface Parsed {
+  name: string;
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+function parse(argv: string[]): Parsed | { help: string } {
+  let values: Record<string, string | boolean | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: joinDashValues(argv),
+      allowPositionals: true,
+      strict: true,
+      options: {
+        ...Object.fromEntries(STRING_OPTIONS.map((f) => [f, { type: 'string' as const }])),
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    throw new Usage(parseProblem(err), 'keyrelay --help');
+  }
+  const [cmd, sub, ...rest] = positionals;
+  if (!cmd) {
+    if (values.help) return { help: mainHelp() };
+    throw new Usage('no command given', 'keyrelay --help');
+  }
+  let name: string;
+  if ((GROUPS as readonly string[]).includes(cmd)) {
+    if (!sub) {
+      if (values.help) return { help: groupHelp(cmd) };
+      throw new Usage(`"${cmd}" needs a command:\n\n${groupHelp(cmd)}`, `keyrelay ${cmd} --help`);
+    }
+    name = `${cmd} ${sub}`;
+    if (!COMMANDS[name])
+      throw new Usage(`unknown command "${name}"\n\n${groupHelp(cmd)}`, `keyrelay ${cmd} --help`);
+    positionals = rest;
+  } else {
+    name = cmd;
+    if (!COMMANDS[name]) throw new Usage(`unknown command "${cmd}"`, 'keyrelay --help');
+    positionals = [sub, ...rest].filter((x): x is string => x !== undefined);
+  }
+  if (values.help) return { help: commandHelp(name) };
+  const allowed = new Set([...COMMANDS[name]!.options, ...Object.keys(FLAG_TO_VAR), ...BOOLEAN_OPTIONS]);
+  const stray = Object.keys(values).find((k) => values[k] !== undefined && !allowed.has(k));
+  if (stray) throw new Usage(`keyrelay ${name} does not take --${stray}`, `keyrelay ${name} --help`);
+  const want = ONE_ARGUMENT.has(name) ? 1 : 0;
+  if (positionals.length > want)
+    throw new Usage(`unexpected argument "${positionals[want]}"`, `keyrelay ${name} --help`);
+  if (positionals.length < want)
+    throw new Usage(`give the key: its id or the full key`, `keyrelay ${name} --help`);
+  return { name, values, positionals };
+}
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      json: { type: 'boolean', default: false },
-      email: { type: 'string' },
-      password: { type: 'string' },
-      name: { type: 'string' },
-      limit: { type: 'string' },
-      ...Object.fromEntries(LIMIT_FLAGS.map((f) => [f, { type: 'string' as const }])),
-      help: { type: 'boolean', short: 'h', default: false },
-      ...Object.fromEntries(Object.keys(FLAG_TO_VAR).map((f) => [f, { type: 'string' as const }])),
-    },
-  });
-  if (values.help || positionals.length === 0) {
-    process.stdout.write(USAGE + '\n');
-    return positionals.length === 0 && !values.help ? 2 : 0;
+  let parsed: Parsed | { help: string };
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    if (!(err instanceof Usage)) throw err;
+    process.stderr.write(`keyrelay: ${err.message}\n(see "${err.help}")\n`);
+    return 2;
   }
+  if ('help' in parsed) {
+    process.stdout.write(parsed.help + '\n');
+    return 0;
+  }
+  const { name, values, positionals } = parsed;
   const overrides: Record<string, string> = {};
-  for (const [flag, name] of Object.entries(FLAG_TO_VAR)) {
-    const v = (values as Record<string, unknown>)[flag];
-    if (typeof v === 'string') overrides[name] = v;
+  for (const [flag, variable] of Object.entries(FLAG_TO_VAR)) {
+    const v = values[flag];
+    if (typeof v === 'string') overrides[variable] = v;
   }
   let config: Readonly<Config>;
   try {
@@ -71,29 +142,20 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  const [cmd, sub, ...rest] = positionals;
   // Loaded only for serve: the other commands start faster without the HTTP stack and price data.
-  if (cmd === 'serve') return (await import('./serve.js')).serve(config);
-  const name = sub && commands[`${cmd} ${sub}`] ? `${cmd} ${sub}` : cmd!;
-  const command = commands[name];
-  if (!command) {
-    process.stderr.write(`keyrelay: unknown command "${positionals.join(' ')}"\n\n${USAGE}\n`);
-    return 2;
-  }
+  if (name === 'serve') return (await import('./serve.js')).serve(config);
   const args: CommandArgs = {
     json: values.json === true,
-    email: values.email,
-    password: values.password,
-    name: values.name,
-    limit: values.limit,
+    email: values.email as string | undefined,
+    password: values.password as string | undefined,
+    name: values.name as string | undefined,
+    limit: values.limit as string | undefined,
     limits: Object.fromEntries(
-      LIMIT_FLAGS.map((f) => [f, (values as Record<string, unknown>)[f]]).filter(
-        ([, v]) => typeof v === 'string',
-      ),
+      LIMIT_FLAGS.map((f) => [f, values[f]]).filter(([, v]) => typeof v === 'string'),
     ) as CommandArgs['limits'],
-    positionals: name === cmd ? [sub, ...rest].filter((x): x is string => !!x) : rest,
+    positionals,
   };
-  return command(config, args);
+  return commands[name]!(config, args);
 }
 
 main(process.argv.slice(2)).then(

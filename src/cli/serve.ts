@@ -1,11 +1,12 @@
 /** `keyrelay serve`: runs until SIGTERM/SIGINT, then stops gracefully (drain, flush, close) and exits 0. */
+import { resolve } from 'node:path';
 import type { Config } from '../config.js';
+import { isPretty } from '../logger.js';
 import { startIdleReclaim } from '../memory.js';
 import { startServer } from '../server.js';
 
 export async function serve(config: Readonly<Config>): Promise<number> {
   const server = await startServer(config);
-  server.app.log.info({ url: server.url, console: config.publicUrl }, 'keyrelay listening');
   const reclaim = startIdleReclaim({
     onCollect: (reason, ms) => server.app.log.debug({ reason, ms }, 'idle memory reclaim'),
   });
@@ -31,5 +32,55 @@ export async function serve(config: Readonly<Config>): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // Only now: whoever waits for this line may signal at once, and the handlers must be there to drain.
+  if (isPretty(config.logFormat)) process.stdout.write(banner(config, server.url));
+  else server.app.log.info({ url: server.url, console: config.publicUrl }, 'keyrelay listening');
   return -1;
+}
+
+/** A database or Redis URL without its credentials, for the banner. */
+function withoutCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return '(set)';
+  }
+}
+
+/** What a person starting keyrelay on a terminal wants to know: where it is, where its data is. */
+export function banner(config: Readonly<Config>, url: string): string {
+  // With KEYRELAY_PORT=0 the default public URL names port 0: the real one is only known now.
+  const configured = config.publicUrl.replace(/\/+$/, '');
+  const pub = /:0$/.test(configured) ? url : configured;
+  const rows = [
+    ['console', `${pub}/`],
+    ['OpenAI', `${pub}/api/proxy/openai/v1`],
+    ['Anthropic', `${pub}/api/proxy/anthropic`],
+    [
+      'data',
+      config.databaseUrl
+        ? `PostgreSQL ${withoutCredentials(config.databaseUrl)}`
+        : `SQLite in ${resolve(config.dataDir)}`,
+    ],
+    [
+      'redis',
+      config.redisUrl
+        ? withoutCredentials(config.redisUrl)
+        : 'not used (limits and revocations are per instance)',
+    ],
+    ['logs', `${config.logLevel}; JSON lines with --log-format json (KEYRELAY_LOG_FORMAT=json)`],
+  ];
+  return [
+    '',
+    `  keyrelay is listening on ${url}`,
+    '',
+    ...rows.map(([k, v]) => `  ${k!.padEnd(10)} ${v}`),
+    '',
+    '  Ctrl-C stops it gracefully.',
+    '',
+    '',
+  ].join('\n');
 }

@@ -1,16 +1,26 @@
-/** Public facts the console needs before login: sign-up mode and the base URLs for the quickstart. */
+/**
+ * Public facts the console needs before login: sign-up mode, the password rule the server enforces,
+ * whether this is a fresh install (no account yet: the console opens on sign-up), and the base URLs.
+ */
 import type { FastifyInstance } from 'fastify';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/password.js';
 import type { ConsoleContext } from './context.js';
 
 export function registerInfoRoute(app: FastifyInstance, ctx: ConsoleContext): void {
   const publicUrl = ctx.config.publicUrl.replace(/\/+$/, '');
   const info = {
     signup: ctx.config.signup,
+    password: { min_length: PASSWORD_MIN_LENGTH, max_length: PASSWORD_MAX_LENGTH },
     public_url: publicUrl,
     providers: {
       openai: { base_url: `${publicUrl}/api/proxy/openai/v1` },
       anthropic: { base_url: `${publicUrl}/api/proxy/anthropic` },
     },
   };
-  app.get('/info', () => info);
+  // Accounts are never deleted: once one exists, stop asking.
+  let hasAccounts = false;
+  app.get('/info', async () => {
+    hasAccounts ||= await ctx.configStore.hasAccounts();
+    return { ...info, fresh_install: !hasAccounts };
+  });
 }

@@ -34,6 +34,8 @@ const requestsQuery = z.object({
     .string()
     .regex(/^[0-9A-Za-z]{1,64}$/)
     .optional(),
+  // Words to find in model, path, end user, session and stored bodies.
+  q: z.string().max(200).optional(),
   limit: queryInt(1, 200).default(50),
   cursor: z.string().min(1).max(200).optional(),
 });
@@ -82,6 +84,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     if (q.status !== undefined) filter.status = q.status;
     if (q.outcome) filter.outcome = q.outcome;
     if (q.connection_id) filter.connection_id = q.connection_id;
+    if (q.q?.trim()) filter.search = q.q;
     if (q.property) {
       const colon = q.property.indexOf(':');
       filter.property = { name: q.property.slice(0, colon), value: q.property.slice(colon + 1) };

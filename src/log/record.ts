@@ -50,4 +50,5 @@ export interface RequestLogRow {
   ws_messages_out?: number | null; // socket row: messages upstream → caller
   ws_close_code?: number | null; // socket row: the close code the socket ended with
   ws_close_reason?: string | null;
+  error_message: string | null; // what keyrelay told the caller when it refused or failed (with error_code)
 }

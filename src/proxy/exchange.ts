@@ -11,6 +11,7 @@ import { redactPathQuery } from './redact.js';
 
 export interface Exchange {
   id: string;
+  socketAddress: string | null;
   startedAt: number; // performance.now()
   createdAt: string;
   provider: Provider | null;
@@ -22,6 +23,8 @@ export interface Exchange {
   status: number;
   outcome: Outcome;
   errorCode: string | null;
+  /** The message the caller got with errorCode. */
+  errorMessage: string | null;
   ttfbMs: number | null;
   responseBytes: number;
   responseHeaders: Record<string, string | string[]>;
@@ -29,9 +32,11 @@ export interface Exchange {
   responseBody: { text: string | null; truncated: boolean };
 }
 
-export function newExchange(id: string, startedAt: number): Exchange {
+/** `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one). */
+export function newExchange(id: string, startedAt: number, socketAddress?: string): Exchange {
   return {
     id,
+    socketAddress: socketAddress ?? null,
     startedAt,
     createdAt: new Date().toISOString(),
     provider: null,
@@ -43,6 +48,7 @@ export function newExchange(id: string, startedAt: number): Exchange {
     status: 0,
     outcome: 'ok',
     errorCode: null,
+    errorMessage: null,
     ttfbMs: null,
     responseBytes: 0,
     responseHeaders: {},
@@ -76,13 +82,31 @@ function properties(req: IncomingMessage): Record<string, string> {
   return out;
 }
 
-function clientIp(req: IncomingMessage, trustProxy: boolean): string | null {
+function clientIp(req: IncomingMessage, trustProxy: boolean, socketAddress: string | null): string | null {
   if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
     const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
     if (first) return first;
   }
-  return req.socket.remoteAddress ?? null;
+  return socketAddress ?? req.socket.remoteAddress ?? null;
+}
+
+/**
+ * The code and message logged when the upstream body fails after the caller got its head (status 200 and
+ * part of a stream): not "unreachable" — it was reached, then it dropped the connection.
+ */
+export function midResponseFailure(
+  failure: { error: { code: string; message: string }; kind: string },
+  draining: boolean,
+): { code: string; message: string } {
+  if (draining)
+    return { code: 'proxy_unavailable', message: 'keyrelay shut down before the response finished.' };
+  if (failure.kind === 'dropped')
+    return {
+      code: 'proxy_upstream_dropped',
+      message: 'The provider closed the connection mid-response; the caller got an incomplete response.',
+    };
+  return { code: failure.error.code, message: failure.error.message };
 }
 
 export interface RowContext {
@@ -143,8 +167,9 @@ export function toLogRow(
     response_body: keepBodies ? ex.responseBody.text : null,
     request_body_truncated: reqBody !== null && reqBody.length > ctx.bodyLogBytes,
     response_body_truncated: keepBodies && ex.responseBody.truncated,
-    client_ip: clientIp(req, ctx.trustProxy),
+    client_ip: clientIp(req, ctx.trustProxy, ex.socketAddress),
     user_agent: header(req, 'user-agent'),
     credential_fingerprint: credential ? ctx.fingerprint(credential) : null,
+    error_message: ex.errorMessage,
   };
 }

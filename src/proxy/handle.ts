@@ -26,7 +26,7 @@ import {
 } from '../usage/index.js';
 import { readBody } from './body.js';
 import { pump } from './pump.js';
-import { newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
+import { midResponseFailure, newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
 import {
   filterResponseHeaders,
   findDuplicateSingleton,
@@ -68,7 +68,7 @@ export function createProxyHandler(ctx: ProxyContext): (req: IncomingMessage, re
 }
 
 async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const ex = newExchange(newId(), performance.now());
+  const ex = newExchange(newId(), performance.now(), req.socket.remoteAddress);
   res.setHeader('x-keyrelay-request-id', ex.id);
 
   // 1. Route: which provider, which upstream path; refuse anything that could leave the configured origin.
@@ -197,7 +197,7 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     else {
       const failure = classifyUpstreamError(err);
       outcome = ctx.isDraining() ? 'timeout' : failure.outcome;
-      ex.errorCode = ctx.isDraining() ? 'proxy_unavailable' : failure.error.code;
+      ({ code: ex.errorCode, message: ex.errorMessage } = midResponseFailure(failure, ctx.isDraining()));
       ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: failure.kind });
       // Never let a cut stream look complete: end the caller's response abnormally, after the head
       // upstream did send.
@@ -239,6 +239,7 @@ function refuse(
 ): void {
   ex.status = err.status;
   ex.errorCode = err.code;
+  ex.errorMessage = err.message;
   if (!res.headersSent && !res.destroyed) {
     const body = renderProxyError(ex.provider, err);
     const headers: Record<string, string | number> = {

@@ -51,6 +51,7 @@ export const LOG_COLUMNS = [
   'ws_messages_out',
   'ws_close_code',
   'ws_close_reason',
+  'error_message',
 ] as const satisfies readonly (keyof RequestLogRow)[];
 
 export type LogColumn = (typeof LOG_COLUMNS)[number];
@@ -70,6 +71,13 @@ export interface WhereDialect {
   bind(value: string | number): string;
   /** SQL true when properties[name] = value, given the two placeholders. */
   propertyEquals(nameParam: string, valueParam: string): string;
+  /** SQL true when the row's full-text index matches the words (unbound; the dialect binds them). */
+  search(words: string[]): string;
+}
+
+/** The words of a search box, as both stores' indexes split text: letters and digits, lower case. */
+export function searchWords(text: string): string[] {
+  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16);
 }
 
 /** Every filter of RequestFilter, ANDed; always scoped to the account. */
@@ -89,6 +97,10 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   if (f.from !== undefined) parts.push(`created_at >= ${d.bind(toFilterTime(f.from))}`);
   if (f.to !== undefined) parts.push(`created_at < ${d.bind(toFilterTime(f.to))}`);
   if (f.property) parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));
+  if (f.search !== undefined) {
+    const words = searchWords(f.search);
+    if (words.length > 0) parts.push(d.search(words));
+  }
   return parts.join(' AND ');
 }
 

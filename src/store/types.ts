@@ -67,6 +67,8 @@ export interface ConfigStore {
   createAccount(a: { id: string; email: string; password_hash: string }): Promise<Account>;
   getAccountByEmail(email: string): Promise<AccountWithSecret | null>;
   getAccountById(id: string): Promise<AccountWithSecret | null>;
+  /** Whether any account exists: a fresh install's console opens on sign-up instead of log-in. */
+  hasAccounts(): Promise<boolean>;
   setPassword(accountId: string, passwordHash: string): Promise<void>;
 
   /** Inserts a key. `hash` is the SHA-256 hex of the full key; the key itself is never stored. */
@@ -131,6 +133,8 @@ export interface RequestFilter {
   end_user?: string;
   session?: string;
   connection_id?: string; // a WebSocket's rows: the socket row and its responses
+  /** Words to find in model, path, end user, session and stored bodies (each store's full-text index). */
+  search?: string;
 }
 
 /** Summary row for lists: everything but headers and bodies. */

@@ -36,6 +36,13 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
   }
 
   describe('accounts', () => {
+    // First test of the contract: the database is still empty here.
+    it('hasAccounts is false on a fresh database and true once an account exists', async () => {
+      expect(await cfg.hasAccounts()).toBe(false);
+      await newAccount();
+      expect(await cfg.hasAccounts()).toBe(true);
+    });
+
     it('stores the email lower-cased and finds it whatever the case', async () => {
       const a = await newAccount(`Mixed.${newId()}@Example.COM`);
       expect(a.email).toBe(a.email.toLowerCase());

@@ -37,7 +37,11 @@ export function describeLogStoreContract(ctx: LogContext): void {
 
   describe('insertBatch', () => {
     it('round-trips every field exactly: JSON, booleans, nulls, float cost', async () => {
-      const full = makeLogRow({ account_id: acct, at: T0 });
+      const full = makeLogRow({
+        account_id: acct,
+        at: T0,
+        error_message: 'Provider anthropic is not allowed — “quoted” ✓',
+      });
       const sparse = makeLogRow({
         account_id: acct,
         at: T0 + 1,
@@ -69,6 +73,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
         client_ip: null,
         user_agent: null,
         credential_fingerprint: null,
+        error_message: null,
       });
       const big = makeLogRow({
         account_id: acct,
@@ -455,6 +460,95 @@ export function describeLogStoreContract(ctx: LogContext): void {
       }
       expect(await log.prune(new Date(old + 5 * HOUR).toISOString())).toEqual({ deleted: 0 });
       expect(await log.prune(new Date(old + 12 * HOUR).toISOString())).toEqual({ deleted: 7 });
+    });
+  });
+
+  describe('search', () => {
+    const body = (text: string) => JSON.stringify({ messages: [{ role: 'user', content: text }] });
+    async function seed() {
+      const t = Date.parse('2026-04-01T00:00:00.000Z');
+      const rows = [
+        makeLogRow({
+          account_id: acct,
+          at: t,
+          model: 'gpt-5-mini',
+          request_body: body('Find the tabby cat'),
+        }),
+        makeLogRow({
+          account_id: acct,
+          at: t + 1,
+          provider: 'anthropic',
+          path: '/v1/messages',
+          model: 'claude-haiku-4-5',
+          end_user: 'alice@example.com',
+          session: 'checkout-flow-7',
+          request_body: body('Résumé des données'),
+          response_body: 'data: {"delta":{"text":"zebra crossing"}}\n\n',
+        }),
+        makeLogRow({ account_id: acct, at: t + 2, model: null, request_body: null, response_body: null }),
+        // Another account's row with the same words: never found from this one.
+        makeLogRow({ account_id: `other-${acct}`, at: t + 3, request_body: body('tabby cat zebra') }),
+      ];
+      await log.insertBatch(rows);
+      return rows;
+    }
+    const find = async (search: string, more: Partial<RequestFilter> = {}) =>
+      ids((await log.listRequests({ account_id: acct, search, ...more }, { limit: 50 })).items);
+
+    it('finds rows by words in the model, path, end user, session and bodies, in this account only', async () => {
+      const [a, b] = await seed();
+      expect(await find('tabby')).toEqual([a!.id]);
+      expect(await find('TABBY cat')).toEqual([a!.id]);
+      expect(await find('zebra')).toEqual([b!.id]); // in a streamed response body
+      expect(await find('haiku')).toEqual([b!.id]);
+      expect(await find('gpt-5-mini')).toEqual([a!.id]);
+      expect(await find('alice@example.com')).toEqual([b!.id]);
+      expect(await find('checkout')).toEqual([b!.id]);
+      expect(await find('messages')).toContain(b!.id); // path /v1/messages
+      expect(await find('données')).toEqual([b!.id]);
+      expect(await find('tabby zebra')).toEqual([]); // every word must match
+      expect(await find('nothing-like-this')).toEqual([]);
+    });
+
+    it('combines with the other filters, and treats query syntax as plain words', async () => {
+      const [a] = await seed();
+      expect(await find('cat', { provider: 'openai' })).toEqual([a!.id]);
+      expect(await find('cat', { provider: 'anthropic' })).toEqual([]);
+      expect(await find('"tabby" OR * NEAR( -cat')).toEqual([]);
+      expect(await find('tabby*')).toEqual([a!.id]);
+      // Only punctuation: no words, so no search condition at all.
+      expect((await find('***')).length).toBe(3);
+    });
+
+    it('pages through many matches newest first, with other rows in between', async () => {
+      const t = Date.parse('2026-05-01T00:00:00.000Z');
+      const rows = Array.from({ length: 70 }, (_, i) =>
+        makeLogRow({
+          account_id: acct,
+          at: t + i,
+          request_body: body(i % 7 === 3 ? 'plain words' : `wombat ${i}`),
+        }),
+      );
+      await log.insertBatch(rows);
+      const want = newestFirst(rows.filter((_, i) => i % 7 !== 3)).map((r) => r.id);
+      const first = await log.listRequests({ account_id: acct, search: 'wombat' }, { limit: 50 });
+      expect(ids(first.items)).toEqual(want.slice(0, 50));
+      const second = await log.listRequests(
+        { account_id: acct, search: 'wombat' },
+        { limit: 50, cursor: first.next_cursor },
+      );
+      expect(ids(second.items)).toEqual(want.slice(50));
+      expect(second.next_cursor).toBeNull();
+    });
+
+    it('forgets body text once retention strips the bodies', async () => {
+      const old = Date.parse('2002-02-02T00:00:00.000Z');
+      const r = makeLogRow({ account_id: acct, at: old, request_body: body('quokka sighting') });
+      await log.insertBatch([r]);
+      expect(await find('quokka')).toEqual([r.id]);
+      await log.prune('1990-01-01T00:00:00.000Z', new Date(old + 1).toISOString());
+      expect(await find('quokka')).toEqual([]);
+      expect(await find('gpt')).toContain(r.id); // the model is still searchable
     });
   });
 }

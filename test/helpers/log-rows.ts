@@ -49,6 +49,7 @@ export function makeLogRow(over: Partial<RequestLogRow> & { at?: number } = {}):
     ws_messages_out: null,
     ws_close_code: null,
     ws_close_reason: null,
+    error_message: null,
     ...rest,
   };
 }

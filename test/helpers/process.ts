@@ -27,6 +27,9 @@ export async function createUserWithKey(
   email: string,
   env: Record<string, string>,
 ): Promise<{ id: string; key: string }> {
+  // Only serve and migrate create a database; an operator's first command on a fresh install is migrate.
+  const migrated = await runCli(['migrate'], env);
+  if (migrated.code !== 0) throw new Error(`migrate exited ${migrated.code}: ${migrated.stderr}`);
   const made = await runCli(
     ['users', 'create', '--email', email, '--password', 'correct horse battery', '--json'],
     env,
@@ -72,7 +75,9 @@ export async function startServeProcess(
   const url = await new Promise<string>((resolve, reject) => {
     const onData = (d: Buffer) => {
       out += d.toString();
-      const m = /"url":"(http:\/\/[^"]+)".*"msg":"keyrelay listening"/.exec(out);
+      const m =
+        /"url":"(http:\/\/[^"]+)".*"msg":"keyrelay listening"/.exec(out) ??
+        /keyrelay is listening on (http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]!);
     };
     child.stdout.on('data', onData);

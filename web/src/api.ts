@@ -30,6 +30,10 @@ export type SignupMode = 'open' | 'invite' | 'closed';
 
 export interface Info {
   signup: SignupMode;
+  /** The password rule the server enforces; the forms say and check the same. */
+  password: { min_length: number; max_length: number };
+  /** No account exists yet: the console opens on sign-up. */
+  fresh_install: boolean;
   public_url: string;
   providers: { openai: { base_url: string }; anthropic: { base_url: string } };
 }
@@ -40,6 +44,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Seconds from the server's retry-after header, when it sent one. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -86,10 +92,12 @@ async function call<T>(method: string, path: string, body?: unknown, query?: Que
   }
   if (!res.ok) {
     const err = (json as { error?: { code?: string; message?: string } } | null)?.error;
+    const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
     const apiErr = new ApiError(
       res.status,
       err?.code ?? 'http_error',
       err?.message ?? `Request failed (${res.status}).`,
+      Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined,
     );
     // Login's own 401 means "wrong password", not "session gone".
     if (res.status === 401 && path !== '/login') onUnauthenticated();
@@ -108,6 +116,8 @@ export interface RequestQuery {
   to?: string;
   property?: string;
   connection_id?: string;
+  /** Full-text search over model, path, end user, session and stored bodies. */
+  q?: string;
   limit?: number;
   cursor?: string | null;
 }

@@ -44,25 +44,24 @@ export function App() {
   }, [bootTick]);
 
   useEffect(() => {
+    // The effect below then sends the person to log in (or, on a fresh install, to sign up).
     setUnauthenticatedHandler(() => {
       setAccount(null);
       setRevealedKey(null);
-      const here = window.location.pathname + window.location.search;
-      if (!PUBLIC_PATHS.includes(window.location.pathname)) {
-        navigate(here === '/' ? '/login' : `/login?next=${encodeURIComponent(here)}`, { replace: true });
-      }
     });
   }, []);
 
   const isPublic = PUBLIC_PATHS.includes(pathname);
   useEffect(() => {
-    if (account === null && !isPublic) {
+    if (account === null && !isPublic && info) {
       const next = pathname === '/' ? '' : `?next=${encodeURIComponent(pathname + search)}`;
-      navigate(`/login${next}`, { replace: true });
+      // A fresh install has nobody to log in: open on sign-up, as the README says.
+      const start = info?.fresh_install && info.signup !== 'closed' ? '/signup' : '/login';
+      navigate(`${start}${next}`, { replace: true });
     } else if (account && isPublic) {
       navigate(safeNext(query.get('next')), { replace: true });
     }
-  }, [account, isPublic, pathname, search, query]);
+  }, [account, isPublic, pathname, search, query, info]);
 
   const signOut = useCallback(async () => {
     try {

@@ -196,6 +196,10 @@ export class PgConfigStore implements ConfigStore {
     return r ? toAccount(r) : null;
   }
 
+  async hasAccounts(): Promise<boolean> {
+    return (await this.rows('SELECT 1 AS one FROM accounts LIMIT 1', [])).length > 0;
+  }
+
   async getAccountById(id: string): Promise<AccountWithSecret | null> {
     const [r] = await this.rows(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id]);
     return r ? toAccount(r) : null;

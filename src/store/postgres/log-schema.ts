@@ -75,6 +75,29 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX requests_connection ON requests (connection_id) WHERE connection_id IS NOT NULL;
     `,
   },
+  {
+    version: 3,
+    name: 'requests.error_message',
+    // Why keyrelay refused or failed a request, in the words the caller got; older rows keep NULL.
+    sql: `ALTER TABLE requests ADD COLUMN error_message text;`,
+  },
+  {
+    version: 4,
+    name: 'requests.search_vector',
+    // Full-text search: a stored tsvector ('simple': no stemming, any language) over the searchable text,
+    // computed for the rows already there by this ALTER and for each new row on insert; GIN-indexed.
+    // Punctuation becomes spaces first, so words split as SQLite's FTS5 splits them (PostgreSQL's parser would
+    // keep paths, emails and URLs whole). Bodies count up to 256 KB each, inside tsvector's 1 MB limit.
+    sql: `
+      ALTER TABLE requests ADD COLUMN search_vector tsvector GENERATED ALWAYS AS (
+        to_tsvector('simple'::regconfig, regexp_replace(
+          coalesce(model, '') || ' ' || path || ' ' || coalesce(end_user, '') || ' ' || coalesce(session, '') || ' ' ||
+          left(coalesce(request_body, ''), 262144) || ' ' || left(coalesce(response_body, ''), 262144),
+          '[^[:alnum:]]+', ' ', 'g'))
+      ) STORED;
+      CREATE INDEX requests_search ON requests USING gin (search_vector);
+    `,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */
@@ -123,6 +146,7 @@ export const PG_COLUMN_TYPES = {
   ws_messages_out: 'bigint',
   ws_close_code: 'integer',
   ws_close_reason: 'text',
+  error_message: 'text',
 } as const satisfies Record<LogColumn, string>;
 
 /** bigint comes back from pg as a string; the interface speaks numbers. */

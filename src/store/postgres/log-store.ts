@@ -12,6 +12,7 @@ import {
   NO_MODEL_GROUP,
   SUMMARY_COLUMNS,
   buildWhere,
+  searchWords,
   decodeCursor,
   encodeCursor,
   sortBreakdown,
@@ -96,6 +97,9 @@ function columnsOf(encoded: readonly Value[][]): Value[][] {
   return LOG_COLUMNS.map((_, i) => encoded.map((row) => row[i]!));
 }
 
+/** Newest rows a search reads in order before it asks the full-text index instead (see listRequests). */
+const SEARCH_WINDOW = 300;
+
 function dialect(params: unknown[]): WhereDialect {
   return {
     bind(value) {
@@ -103,6 +107,10 @@ function dialect(params: unknown[]): WhereDialect {
       return `$${params.length}`;
     },
     propertyEquals: (name, value) => `properties ->> (${name}::text) = ${value}::text`,
+    search: (words) => {
+      params.push(words.join(' '));
+      return `search_vector @@ plainto_tsquery('simple', $${params.length})`;
+    },
   };
 }
 
@@ -181,14 +189,32 @@ export class PgLogStore implements LogStore {
     f: RequestFilter,
     opts: { limit: number; cursor?: string | null },
   ): Promise<Page<RequestSummary>> {
-    const params: unknown[] = [];
-    const d = dialect(params);
-    let where = buildWhere(f, d);
-    if (opts.cursor) where += ` AND id < ${d.bind(decodeCursor(opts.cursor))}`;
     const limit = Math.max(1, Math.floor(opts.limit));
-    const sql = `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}
-      ORDER BY id DESC LIMIT ${d.bind(limit + 1)}`;
-    const rows = (await this.pool.query<Row>(sql, params)).rows;
+    const words = f.search === undefined ? [] : searchWords(f.search);
+    let rows: Row[] | null = null;
+    if (words.length > 0) {
+      // A frequent word: the account's newest rows, read in id order, fill a page long before the GIN index
+      // has listed every match (tens of thousands). So look in a bounded window of the newest rows first; a
+      // full page there is exactly the newest matches. Otherwise (a rare word) the index answers below.
+      const params: unknown[] = [];
+      const d = dialect(params);
+      let where = buildWhere({ ...f, search: undefined }, d);
+      if (opts.cursor) where += ` AND id < ${d.bind(decodeCursor(opts.cursor))}`;
+      const sql = `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM (
+          SELECT * FROM requests WHERE ${where} ORDER BY id DESC LIMIT ${d.bind(SEARCH_WINDOW)}
+        ) recent WHERE ${d.search(words)} ORDER BY id DESC LIMIT ${d.bind(limit + 1)}`;
+      const found = (await this.pool.query<Row>(sql, params)).rows;
+      if (found.length > limit) rows = found;
+    }
+    if (!rows) {
+      const params: unknown[] = [];
+      const d = dialect(params);
+      let where = buildWhere(f, d);
+      if (opts.cursor) where += ` AND id < ${d.bind(decodeCursor(opts.cursor))}`;
+      const sql = `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}
+        ORDER BY id DESC LIMIT ${d.bind(limit + 1)}`;
+      rows = (await this.pool.query<Row>(sql, params)).rows;
+    }
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
     const more = rows.length > limit;
     return { items, next_cursor: more && items.length ? encodeCursor(items[items.length - 1]!.id) : null };

@@ -174,6 +174,10 @@ export class SqliteConfigStore implements ConfigStore {
     return row ?? null;
   }
 
+  async hasAccounts(): Promise<boolean> {
+    return this.stmt<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1').get() !== undefined;
+  }
+
   async getAccountById(id: string): Promise<AccountWithSecret | null> {
     const row = this.stmt<[string], AccountWithSecret>(
       `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`,

@@ -69,4 +69,37 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX requests_connection ON requests(connection_id) WHERE connection_id IS NOT NULL;
     `,
   },
+  {
+    version: 3,
+    name: 'requests.error_message',
+    // Why keyrelay refused or failed a request, in the words the caller got; older rows keep NULL.
+    sql: `ALTER TABLE requests ADD COLUMN error_message TEXT;`,
+  },
+  {
+    version: 4,
+    name: 'requests_fts',
+    // Full-text search (FTS5, external content: the text lives once, in requests). Triggers keep it in step
+    // with inserts, retention deletes and body pruning; 'rebuild' indexes the rows already there.
+    sql: `
+      CREATE VIRTUAL TABLE requests_fts USING fts5(
+        model, path, end_user, session, request_body, response_body,
+        content = 'requests', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2'
+      );
+      CREATE TRIGGER requests_fts_insert AFTER INSERT ON requests BEGIN
+        INSERT INTO requests_fts (rowid, model, path, end_user, session, request_body, response_body)
+        VALUES (new.rowid, new.model, new.path, new.end_user, new.session, new.request_body, new.response_body);
+      END;
+      CREATE TRIGGER requests_fts_delete AFTER DELETE ON requests BEGIN
+        INSERT INTO requests_fts (requests_fts, rowid, model, path, end_user, session, request_body, response_body)
+        VALUES ('delete', old.rowid, old.model, old.path, old.end_user, old.session, old.request_body, old.response_body);
+      END;
+      CREATE TRIGGER requests_fts_update AFTER UPDATE ON requests BEGIN
+        INSERT INTO requests_fts (requests_fts, rowid, model, path, end_user, session, request_body, response_body)
+        VALUES ('delete', old.rowid, old.model, old.path, old.end_user, old.session, old.request_body, old.response_body);
+        INSERT INTO requests_fts (rowid, model, path, end_user, session, request_body, response_body)
+        VALUES (new.rowid, new.model, new.path, new.end_user, new.session, new.request_body, new.response_body);
+      END;
+      INSERT INTO requests_fts (requests_fts) VALUES ('rebuild');
+    `,
+  },
 ];

@@ -246,6 +246,11 @@ export class SqliteLogStore implements LogStore {
       },
       propertyEquals: (name: string, value: string) =>
         `EXISTS (SELECT 1 FROM json_each(requests.properties) WHERE key = ${name} AND value = ${value})`,
+      // FTS5: every word, each a quoted string (so no word is read as query syntax); all must match.
+      search: (words: string[]) => {
+        params.push(words.map((w) => `"${w}"`).join(' '));
+        return 'rowid IN (SELECT rowid FROM requests_fts WHERE requests_fts MATCH ?)';
+      },
     };
   }
 }

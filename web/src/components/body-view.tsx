@@ -1,6 +1,8 @@
 import { useMemo, useState } from 'react';
+import { requestChat, responseChat } from '../lib/chat.js';
 import { looksLikeSse, parseSse, prettyBody, reassembleSse } from '../lib/sse.js';
 import { Badge } from './badge.js';
+import { ChatView } from './chat-view.js';
 import { CodeBlock } from './quickstart.js';
 import { Tabs } from './tabs.js';
 
@@ -21,12 +23,18 @@ export function BodyView({
   body,
   truncated,
   contentType,
+  side = 'request',
+  missing,
 }: {
   id: string;
   title: string;
   body: string | null;
   truncated: boolean;
   contentType?: string;
+  /** Which side of the exchange: decides how the chat view reads the body. */
+  side?: 'request' | 'response';
+  /** Why there is no body, when the row says more than "not logged" (e.g. refused before it was read). */
+  missing?: string;
 }) {
   const sse = useMemo(
     () => (body && looksLikeSse(body, contentType) ? parseSse(body) : null),
@@ -34,10 +42,19 @@ export function BodyView({
   );
   const text = useMemo(() => (sse ? reassembleSse(sse) : null), [sse]);
   const [view, setView] = useState<'text' | 'events'>('text');
+  const chat = useMemo(
+    () => (side === 'request' ? requestChat(body) : responseChat(body, sse !== null)),
+    [body, side, sse],
+  );
+  const [pane, setPane] = useState<'chat' | 'raw'>('chat');
 
   let content;
   if (body === null) {
-    content = <p className="muted">Not logged (turned off for this request, or body logging is disabled).</p>;
+    content = (
+      <p className="muted" data-testid={`${id}-missing`}>
+        {missing ?? 'Not logged (turned off for this request, or body logging is disabled).'}
+      </p>
+    );
   } else if (body === '') {
     content = <p className="muted">Empty body.</p>;
   } else if (sse) {
@@ -85,7 +102,33 @@ export function BodyView({
         <h2 id={`${id}-title`}>{title}</h2>
       </div>
       <TruncatedNote truncated={truncated} />
-      {content}
+      {chat ? (
+        <div className="body-panes">
+          <div className="view-tabs">
+            <Tabs
+              idPrefix={`${id}-pane`}
+              size="sm"
+              label={`${title} view`}
+              value={pane}
+              onChange={(v) => setPane(v as 'chat' | 'raw')}
+              items={[
+                { id: 'chat', label: 'Chat' },
+                { id: 'raw', label: 'Raw' },
+              ]}
+            />
+          </div>
+          <div className="panes-grid" id={`${id}-pane-panel`}>
+            <div className={`pane ${pane === 'chat' ? 'selected' : ''}`} data-testid={`${id}-chat`}>
+              <ChatView messages={chat} label={`${title} as a conversation`} />
+            </div>
+            <div className={`pane ${pane === 'raw' ? 'selected' : ''}`} data-testid={`${id}-raw`}>
+              {content}
+            </div>
+          </div>
+        </div>
+      ) : (
+        content
+      )}
     </section>
   );
 }

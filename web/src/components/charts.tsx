@@ -84,6 +84,9 @@ function ChartCard({
   );
 }
 
+/** One width for every chart's value axis, so their time axes line up when the charts sit side by side. */
+const Y_AXIS_WIDTH = 64;
+
 function useAxes({ bucket, rangeMs }: { bucket: Bucket; rangeMs: number }) {
   const p = usePalette();
   const tick = { fill: p.text, fontSize: 11 };
@@ -108,7 +111,7 @@ function useAxes({ bucket, rangeMs }: { bucket: Bucket; rangeMs: number }) {
         tick={tick}
         tickLine={false}
         axisLine={false}
-        width={52}
+        width={Y_AXIS_WIDTH}
         tickFormatter={fmt}
         allowDecimals={false}
       />
@@ -226,7 +229,7 @@ export function CostChart(props: ChartProps) {
           tick={{ fill: p.text, fontSize: 11 }}
           tickLine={false}
           axisLine={false}
-          width={68}
+          width={Y_AXIS_WIDTH}
           tickFormatter={formatCostTick}
         />
         {tooltip(formatCost)}

@@ -2,8 +2,20 @@ import { useEffect, useState } from 'react';
 import type { KeyView } from '../api.js';
 import { OUTCOME_LABELS, PROVIDER_LABELS } from '../lib/format.js';
 import { navigate } from '../router.js';
+import { DateRange } from './date-range.js';
 
-export const FILTER_KEYS = ['key_id', 'provider', 'model', 'outcome', 'status', 'range', 'property'] as const;
+export const FILTER_KEYS = [
+  'key_id',
+  'provider',
+  'model',
+  'outcome',
+  'status',
+  'range',
+  'from',
+  'to',
+  'property',
+  'q',
+] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 export type Filters = Partial<Record<FilterKey, string>>;
 
@@ -13,6 +25,15 @@ export const RANGES: Record<string, { label: string; ms: number }> = {
   '7d': { label: 'Last 7 days', ms: 7 * 86_400_000 },
   '30d': { label: 'Last 30 days', ms: 30 * 86_400_000 },
 };
+
+/** What is wrong with a property filter as typed, or null when it is usable (the server wants name:value). */
+export function propertyProblem(v: string | undefined): string | null {
+  if (!v) return null;
+  const i = v.indexOf(':');
+  if (i < 0) return 'Write it as name:value, e.g. team:search.';
+  if (i === 0) return 'Give the property name before the colon, e.g. team:search.';
+  return null;
+}
 
 export function readFilters(query: URLSearchParams): Filters {
   const f: Filters = {};
@@ -36,29 +57,51 @@ function DebouncedInput({
   value,
   placeholder,
   onCommit,
+  validate,
 }: {
   id: string;
   value: string;
   placeholder: string;
   onCommit: (v: string) => void;
+  /** A message when the text cannot be used as a filter: shown under the field, and nothing is sent. */
+  validate?: (v: string) => string | null;
 }) {
   const [text, setText] = useState(value);
-  useEffect(() => setText(value), [value]);
+  const [problem, setProblem] = useState<string | null>(() => validate?.(value) ?? null);
+  useEffect(() => {
+    setText(value);
+    setProblem(validate?.(value) ?? null);
+  }, [value]);
+  const commit = (raw: string) => {
+    const v = raw.trim();
+    const p = validate?.(v) ?? null;
+    setProblem(p);
+    if (!p) onCommit(v);
+  };
   useEffect(() => {
     if (text === value) return;
-    const t = setTimeout(() => onCommit(text.trim()), 450);
+    const t = setTimeout(() => commit(text), 450);
     return () => clearTimeout(t);
   }, [text, value, onCommit]);
   return (
-    <input
-      id={id}
-      value={text}
-      placeholder={placeholder}
-      onChange={(e) => setText(e.target.value)}
-      onKeyDown={(e) => {
-        if (e.key === 'Enter') onCommit(text.trim());
-      }}
-    />
+    <>
+      <input
+        id={id}
+        value={text}
+        placeholder={placeholder}
+        aria-invalid={problem ? true : undefined}
+        aria-describedby={problem ? `${id}-error` : undefined}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') commit(text);
+        }}
+      />
+      {problem && (
+        <span id={`${id}-error`} className="form-error small" role="alert">
+          {problem}
+        </span>
+      )}
+    </>
   );
 }
 
@@ -72,15 +115,37 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
   const active = FILTER_KEYS.some((k) => filters[k]);
   return (
     <div className="filters" role="search" aria-label="Filter requests">
+      <div className="field field-inline field-search">
+        <label htmlFor="f-q">Search</label>
+        <DebouncedInput
+          id="f-q"
+          value={filters.q ?? ''}
+          placeholder="model, path, user, session, text…"
+          onCommit={(v) => set('q', v)}
+        />
+      </div>
       <div className="field field-inline">
         <label htmlFor="f-range">Time</label>
-        <select id="f-range" value={filters.range ?? ''} onChange={(e) => set('range', e.target.value)}>
+        <select
+          id="f-range"
+          value={filters.range ?? ''}
+          onChange={(e) =>
+            writeFilters({
+              ...filters,
+              range: e.target.value || undefined,
+              // A custom range starts as the last 24 hours; the inputs below change it.
+              from: e.target.value === 'custom' ? new Date(Date.now() - 86_400_000).toISOString() : undefined,
+              to: e.target.value === 'custom' ? new Date().toISOString() : undefined,
+            })
+          }
+        >
           <option value="">All time</option>
           {Object.entries(RANGES).map(([id, r]) => (
             <option key={id} value={id}>
               {r.label}
             </option>
           ))}
+          <option value="custom">Custom range…</option>
         </select>
       </div>
       <div className="field field-inline">
@@ -156,12 +221,21 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
           value={filters.property ?? ''}
           placeholder="name:value"
           onCommit={(v) => set('property', v)}
+          validate={propertyProblem}
         />
       </div>
       {active && (
         <button type="button" className="btn btn-ghost btn-sm filters-clear" onClick={() => writeFilters({})}>
           Clear filters
         </button>
+      )}
+      {filters.range === 'custom' && (
+        <DateRange
+          idPrefix="f-range"
+          from={filters.from}
+          to={filters.to}
+          onApply={(from, to) => writeFilters({ ...filters, from, to })}
+        />
       )}
     </div>
   );

@@ -11,6 +11,13 @@ export const USAGE_RANGES = {
 
 export type UsageRange = keyof typeof USAGE_RANGES;
 
+/** The bucket for a custom range: fine enough to see its shape, coarse enough to stay a readable chart. */
+export function bucketFor(ms: number): Bucket {
+  if (ms <= 3 * 3600_000) return 'minute';
+  if (ms <= 14 * 86_400_000) return 'hour';
+  return 'day';
+}
+
 const STEP: Record<Bucket, number> = { minute: 60_000, hour: 3600_000, day: 86_400_000 };
 
 function floorTo(t: number, bucket: Bucket): number {

@@ -167,6 +167,7 @@ export const ERROR_CODE_LABELS: Record<string, string> = {
   proxy_unknown_provider: 'unknown provider',
   proxy_body_too_large: 'body too large',
   proxy_upstream_unreachable: 'upstream unreachable',
+  proxy_upstream_dropped: 'cut mid-stream',
   proxy_upstream_timeout: 'upstream timeout',
   proxy_unavailable: 'unavailable',
 };
@@ -178,4 +179,6 @@ export const ERROR_CODE_EXPLANATIONS: Record<string, string> = {
   proxy_key_forbidden: 'The key may not use this provider or model.',
   proxy_key_revoked: 'The key was revoked.',
   proxy_key_expired: 'The key had expired.',
+  proxy_upstream_dropped:
+    'The provider closed the connection mid-response; the caller got an incomplete response.',
 };

@@ -17,6 +17,13 @@ export interface SnippetGroup {
   variants: Snippet[];
 }
 
+/**
+ * The models the snippets name: the providers' undated aliases, which they move to each new snapshot, so a
+ * pasted snippet keeps working without edits. test/console-snippets.e2e.test.ts runs the snippets with the
+ * official SDKs and fails as soon as an SDK warns that one of these is deprecated.
+ */
+export const SNIPPET_MODELS = { openai: 'gpt-5-mini', anthropic: 'claude-haiku-4-5' } as const;
+
 export function buildSnippets(publicUrl: string, key: string | null): SnippetGroup[] {
   const base = publicUrl.replace(/\/+$/, '');
   const openaiBase = `${base}/api/proxy/openai/v1`;
@@ -41,7 +48,7 @@ export function buildSnippets(publicUrl: string, key: string | null): SnippetGro
   -H "Authorization: Bearer $OPENAI_API_KEY" \\
   -H "proxy-api-key: ${shellKey}" \\
   -H "content-type: application/json" \\
-  -d '{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+  -d '{"model": "${SNIPPET_MODELS.openai}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
         },
         {
           id: 'curl-anthropic',
@@ -52,7 +59,7 @@ export function buildSnippets(publicUrl: string, key: string | null): SnippetGro
   -H "anthropic-version: 2023-06-01" \\
   -H "proxy-api-key: ${shellKey}" \\
   -H "content-type: application/json" \\
-  -d '{"model": "claude-sonnet-4-5", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello!"}]}'`,
+  -d '{"model": "${SNIPPET_MODELS.anthropic}", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello!"}]}'`,
         },
       ],
     },
@@ -73,7 +80,7 @@ const client = new OpenAI({
 });
 
 const completion = await client.chat.completions.create({
-  model: 'gpt-4o-mini',
+  model: '${SNIPPET_MODELS.openai}',
   messages: [{ role: 'user', content: 'Hello!' }],
 });
 console.log(completion.choices[0].message.content);`,
@@ -90,7 +97,7 @@ client = OpenAI(
 )
 
 completion = client.chat.completions.create(
-    model="gpt-4o-mini",
+    model="${SNIPPET_MODELS.openai}",
     messages=[{"role": "user", "content": "Hello!"}],
 )
 print(completion.choices[0].message.content)`,
@@ -115,7 +122,7 @@ const client = new Anthropic({
 });
 
 const message = await client.messages.create({
-  model: 'claude-sonnet-4-5',
+  model: '${SNIPPET_MODELS.anthropic}',
   max_tokens: 1024,
   messages: [{ role: 'user', content: 'Hello!' }],
 });
@@ -133,7 +140,7 @@ client = Anthropic(
 )
 
 message = client.messages.create(
-    model="claude-sonnet-4-5",
+    model="${SNIPPET_MODELS.anthropic}",
     max_tokens=1024,
     messages=[{"role": "user", "content": "Hello!"}],
 )

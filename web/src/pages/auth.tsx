@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api, type Account, type CreatedKey, type Info } from '../api.js';
 import { Logo } from '../components/shell.js';
+import { formatWait } from '../lib/format.js';
 import { Link } from '../router.js';
 
 export function AuthPage({
@@ -81,14 +82,15 @@ export function AuthPage({
                 type="password"
                 autoComplete={showSignup ? 'new-password' : 'current-password'}
                 required
-                minLength={showSignup ? 8 : undefined}
+                minLength={showSignup ? info.password.min_length : undefined}
+                maxLength={showSignup ? info.password.max_length : undefined}
                 value={password}
                 onChange={(e) => setPassword(e.target.value)}
                 aria-describedby={showSignup ? 'password-hint' : undefined}
               />
               {showSignup && (
                 <span id="password-hint" className="hint">
-                  At least 8 characters; a passphrase works well.
+                  At least {info.password.min_length} characters; a passphrase works well.
                 </span>
               )}
             </div>
@@ -124,7 +126,9 @@ function describe(err: unknown): string {
     case 'invalid_credentials':
       return 'Wrong email or password.';
     case 'too_many_attempts':
-      return 'Too many attempts. Wait a minute, then try again.';
+      return err.retryAfterSeconds === undefined
+        ? 'Too many attempts. Wait a while, then try again.'
+        : `Too many attempts. Try again in ${formatWait(err.retryAfterSeconds)}.`;
     case 'signup_closed':
       return 'Sign-up is closed on this server. Ask your administrator for an account.';
     case 'weak_password':

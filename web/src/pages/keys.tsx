@@ -41,7 +41,11 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
 
   async function save(): Promise<void> {
     const trimmed = name.trim();
-    if (!trimmed || trimmed === k.name) {
+    if (!trimmed) {
+      setError('A key needs a name. Type one, or press Escape to keep the old one.');
+      return;
+    }
+    if (trimmed === k.name) {
       setEditing(false);
       setName(k.name);
       return;
@@ -94,11 +98,15 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
         maxLength={100}
         autoFocus
         disabled={busy}
-        onChange={(e) => setName(e.target.value)}
+        onChange={(e) => {
+          setName(e.target.value);
+          setError(null);
+        }}
         onKeyDown={(e) => {
           if (e.key === 'Escape') {
             e.preventDefault();
             setEditing(false);
+            setError(null);
             setName(k.name);
           }
         }}
@@ -106,7 +114,14 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
       <button type="submit" className="btn btn-primary btn-xs" disabled={busy}>
         Save
       </button>
-      <button type="button" className="btn btn-ghost btn-xs" onClick={() => setEditing(false)}>
+      <button
+        type="button"
+        className="btn btn-ghost btn-xs"
+        onClick={() => {
+          setEditing(false);
+          setError(null);
+        }}
+      >
         Cancel
       </button>
       {error && (
@@ -159,16 +174,14 @@ export function KeysPage() {
           Create a key, then send it in the <code>proxy-api-key</code> header.
         </EmptyState>
       ) : (
-        <div className="table-wrap card">
-          <table className="table table-stack">
+        <div className="table-wrap card keys-wrap">
+          <table className="table table-stack keys-table">
             <thead>
               <tr>
                 <th scope="col">Name</th>
-                <th scope="col">Key</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
                 <th scope="col">Limits</th>
                 <th scope="col">Status</th>
+                <th scope="col">Last used</th>
                 <th scope="col">
                   <span className="sr-only">Actions</span>
                 </th>
@@ -176,29 +189,17 @@ export function KeysPage() {
             </thead>
             <tbody>
               {!keys.data ? (
-                <SkeletonRows cols={7} rows={3} />
+                <SkeletonRows cols={5} rows={3} />
               ) : (
                 list.map((k) => (
                   <tr key={k.id} data-key-id={k.id}>
-                    <td className="stack-title">
+                    <td className="stack-title name-col">
                       {k.status === 'active' ? (
                         <RenameCell k={k} onDone={keys.reload} />
                       ) : (
                         <span className="key-name">{k.name}</span>
                       )}
-                    </td>
-                    <td data-label="Key">
                       <code className="key-hint">{k.hint}</code>
-                    </td>
-                    <td data-label="Created" className="nowrap" title={formatDateTime(k.created_at)}>
-                      {formatDate(k.created_at)}
-                    </td>
-                    <td
-                      data-label="Last used"
-                      className="nowrap"
-                      title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}
-                    >
-                      {formatRelative(k.last_used_at)}
                     </td>
                     <td data-label="Limits" className="limits-cell">
                       <LimitsSummary k={k} />
@@ -211,6 +212,14 @@ export function KeysPage() {
                             expires {formatRelative(k.expires_at)}
                           </span>
                         )}
+                      </span>
+                    </td>
+                    <td data-label="Last used" className="used-cell">
+                      <span title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>
+                        {formatRelative(k.last_used_at)}
+                      </span>
+                      <span className="muted small nowrap" title={formatDateTime(k.created_at)}>
+                        created {formatDate(k.created_at)}
                       </span>
                     </td>
                     <td className="actions-cell">

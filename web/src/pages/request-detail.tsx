@@ -12,7 +12,7 @@ import {
   OUTCOME_LABELS,
   PROVIDER_LABELS,
 } from '../lib/format.js';
-import { ERROR_CODE_EXPLANATIONS } from '../lib/limits.js';
+import { ERROR_CODE_EXPLANATIONS, ERROR_CODE_LABELS } from '../lib/limits.js';
 import { useAsync } from '../lib/use-async.js';
 import { Link } from '../router.js';
 
@@ -116,6 +116,9 @@ function Detail({ r }: { r: RequestLogRow }) {
         <div className="callout refusal" role="note">
           <strong>Refused by keyrelay; nothing was sent upstream.</strong>{' '}
           {(r.error_code && ERROR_CODE_EXPLANATIONS[r.error_code]) ?? ''}{' '}
+          {r.error_message && (
+            <span data-testid="refusal-reason">The caller was told: “{r.error_message}”</span>
+          )}{' '}
           {(r.error_code === 'proxy_rate_limited' ||
             r.error_code === 'proxy_budget_exceeded' ||
             r.error_code === 'proxy_key_forbidden') && (
@@ -123,6 +126,13 @@ function Detail({ r }: { r: RequestLogRow }) {
               Change the key&rsquo;s limits on the <Link to="/keys">Keys</Link> page.
             </>
           )}
+        </div>
+      )}
+
+      {r.outcome !== 'refused' && r.error_code && (
+        <div className="callout refusal" role="note">
+          <strong>{ERROR_CODE_LABELS[r.error_code] ?? r.error_code}.</strong>{' '}
+          {r.error_message ?? ERROR_CODE_EXPLANATIONS[r.error_code] ?? ''}
         </div>
       )}
 
@@ -206,6 +216,11 @@ function Detail({ r }: { r: RequestLogRow }) {
         title="Request body"
         body={r.request_body}
         truncated={r.request_body_truncated}
+        missing={
+          r.outcome === 'refused' && r.request_bytes === 0
+            ? 'Not read: keyrelay refused the request before reading its body.'
+            : undefined
+        }
       />
       <BodyView
         id="res-body"
@@ -213,6 +228,12 @@ function Detail({ r }: { r: RequestLogRow }) {
         body={r.response_body}
         truncated={r.response_body_truncated}
         contentType={contentType}
+        side="response"
+        missing={
+          r.outcome === 'refused'
+            ? `Nothing from the provider: keyrelay answered ${r.status} itself${r.error_message ? `: “${r.error_message}”` : '.'}`
+            : undefined
+        }
       />
 
       <section className="card section">

@@ -1,49 +1,41 @@
 import { useEffect, useMemo, useState } from 'react';
 import { api, type RequestQuery, type RequestSummary } from '../api.js';
-import { ErrorCodeBadge, StatusBadge } from '../components/badge.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
-import { ConnectionTag, connectionRowClass } from '../components/connection-tag.js';
-import { groupByConnection } from '../lib/connections.js';
 import {
+  propertyProblem,
   RANGES,
   readFilters,
   RequestFilters,
   writeFilters,
   type Filters,
 } from '../components/request-filters.js';
-import { EmptyState, ErrorState, SkeletonRows, Spinner } from '../components/states.js';
-import { formatCost, formatDateTime, formatMs, formatNumber, PROVIDER_LABELS } from '../lib/format.js';
+import { ColumnPicker, RequestTable, useOptionalColumns } from '../components/request-table.js';
+import { EmptyState, ErrorState, Spinner } from '../components/states.js';
 import { useAsync } from '../lib/use-async.js';
-import { Link, navigate, useLocation } from '../router.js';
+import { useLocation } from '../router.js';
 import { useSession } from '../session.js';
 
 const PAGE_SIZE = 50;
+const AUTO_REFRESH_MS = 5000;
+const AUTO_REFRESH_KEY = 'keyrelay.requests.autoRefresh';
 
 function toQuery(f: Filters): RequestQuery {
-  const range = f.range ? RANGES[f.range] : undefined;
+  const range = f.range && f.range !== 'custom' ? RANGES[f.range] : undefined;
+  const custom = f.range === 'custom';
   return {
     key_id: f.key_id,
     provider: f.provider,
     model: f.model,
     outcome: f.outcome,
     status: f.status,
-    property: f.property,
-    from: range ? new Date(Date.now() - range.ms).toISOString() : undefined,
+    // A malformed one (e.g. from an edited URL) is flagged beside its field and left out of the query.
+    property: propertyProblem(f.property) ? undefined : f.property,
+    from: custom ? f.from : range ? new Date(Date.now() - range.ms).toISOString() : undefined,
+    to: custom ? f.to : undefined,
+    q: f.q,
     limit: PAGE_SIZE,
   };
-}
-
-function Tokens({ r }: { r: RequestSummary }) {
-  if (r.input_tokens === null && r.output_tokens === null) return <span className="muted">—</span>;
-  return (
-    <span title={`usage: ${r.usage_source}`}>
-      {formatNumber(r.input_tokens)} <span className="muted">/</span> {formatNumber(r.output_tokens)}
-      {r.usage_source === 'estimated' || r.usage_source === 'partial' ? (
-        <span className="muted"> ~</span>
-      ) : null}
-    </span>
-  );
 }
 
 export function RequestsPage() {
@@ -54,6 +46,8 @@ export function RequestsPage() {
   const keyNames = useMemo(() => new Map((keys.data?.keys ?? []).map((k) => [k.id, k.name])), [keys.data]);
 
   const first = useAsync(() => api.listRequests(toQuery(filters)), [search]);
+  const [shown, toggleColumn] = useOptionalColumns();
+  const [autoRefresh, setAutoRefresh] = useState(() => localStorage.getItem(AUTO_REFRESH_KEY) === '1');
   const [extra, setExtra] = useState<RequestSummary[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const [moreBusy, setMoreBusy] = useState(false);
@@ -79,6 +73,16 @@ export function RequestsPage() {
     }
   }
 
+  // Auto-refresh reloads the newest page only while nothing older is loaded below it (it would be lost)
+  // and the tab is visible.
+  useEffect(() => {
+    if (!autoRefresh || extra.length > 0) return;
+    const t = setInterval(() => {
+      if (document.visibilityState === 'visible') first.reload();
+    }, AUTO_REFRESH_MS);
+    return () => clearInterval(t);
+  }, [autoRefresh, extra.length, first.reload]);
+
   const rows = [...(first.data?.items ?? []), ...extra];
   const filtered = Object.keys(filters).length > 0;
   const showEmpty = first.data && rows.length === 0;
@@ -89,10 +93,29 @@ export function RequestsPage() {
         title="Requests"
         description="Every call through keyrelay, newest first."
         actions={
-          <button type="button" className="btn btn-secondary" onClick={first.reload} disabled={first.loading}>
-            {first.loading && first.data ? <Spinner label="Refreshing" /> : null}
-            Refresh
-          </button>
+          <>
+            <label className="btn btn-secondary auto-refresh">
+              <input
+                type="checkbox"
+                checked={autoRefresh}
+                onChange={(e) => {
+                  setAutoRefresh(e.target.checked);
+                  localStorage.setItem(AUTO_REFRESH_KEY, e.target.checked ? '1' : '0');
+                }}
+              />
+              Auto-refresh
+            </label>
+            <ColumnPicker shown={shown} onToggle={toggleColumn} />
+            <button
+              type="button"
+              className="btn btn-secondary"
+              onClick={first.reload}
+              disabled={first.loading}
+            >
+              {first.loading && first.data ? <Spinner label="Refreshing" /> : null}
+              Refresh
+            </button>
+          </>
         }
       />
       <RequestFilters filters={filters} keys={keys.data?.keys ?? []} />
@@ -120,77 +143,12 @@ export function RequestsPage() {
         </div>
       ) : (
         <>
-          <div className={`table-wrap card ${first.loading ? 'is-loading' : ''}`} aria-busy={first.loading}>
-            <table className="table table-hover requests-table">
-              <thead>
-                <tr>
-                  <th scope="col">Time</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" className="num">
-                    Tokens in / out
-                  </th>
-                  <th scope="col" className="num">
-                    Cost
-                  </th>
-                  <th scope="col" className="num">
-                    Latency
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {!first.data ? (
-                  <SkeletonRows cols={8} rows={8} />
-                ) : (
-                  groupByConnection(rows).map(({ row: r, ...line }) => (
-                    <tr
-                      key={r.id}
-                      className={`clickable ${connectionRowClass(line.kind)}`}
-                      onClick={() => navigate(`/requests/${encodeURIComponent(r.id)}`)}
-                    >
-                      <td className="nowrap c-time">
-                        <Link
-                          className="row-link"
-                          to={`/requests/${encodeURIComponent(r.id)}`}
-                          onClick={(e) => e.stopPropagation()}
-                        >
-                          {formatDateTime(r.created_at)}
-                        </Link>
-                      </td>
-                      <td className="c-key">
-                        {keyNames.get(r.key_id) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>}
-                      </td>
-                      <td className="c-provider">{PROVIDER_LABELS[r.provider] ?? r.provider}</td>
-                      <td className="model-cell c-model">
-                        {r.model ?? <span className="muted">{r.path}</span>}
-                        {r.stream && !r.connection_id && <span className="tag">stream</span>}
-                        <ConnectionTag row={r} {...line} />
-                      </td>
-                      <td className="c-status">
-                        <span className="status-badges">
-                          <StatusBadge status={r.status} outcome={r.outcome} />
-                          <ErrorCodeBadge code={r.error_code} />
-                        </span>
-                      </td>
-                      <td className="num nowrap c-tokens">
-                        <Tokens r={r} />
-                      </td>
-                      <td className={`num nowrap c-cost ${r.cost_usd === null ? 'muted' : ''}`}>
-                        {/* A refusal never reached the provider: no cost, rather than an unknown one. */}
-                        {/* A socket's own row has none either: its responses carry the cost. */}
-                        {(r.outcome === 'refused' || line.kind === 'socket') && r.cost_usd === null
-                          ? '—'
-                          : formatCost(r.cost_usd)}
-                      </td>
-                      <td className="num nowrap c-latency">{formatMs(r.latency_ms)}</td>
-                    </tr>
-                  ))
-                )}
-              </tbody>
-            </table>
-          </div>
+          <RequestTable
+            rows={first.data ? rows : undefined}
+            loading={first.loading}
+            keyNames={keyNames}
+            shown={shown}
+          />
           <div className="load-more">
             {moreError && (
               <span className="form-error small" role="alert">

@@ -4,18 +4,21 @@ import { PageHeader } from '../components/page-header.js';
 import { useSession } from '../session.js';
 
 function PasswordForm() {
+  const { info } = useSession();
+  const min = info.password.min_length;
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
   const [confirm, setConfirm] = useState('');
   const [status, setStatus] = useState<{ ok: boolean; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
+  const [triedSubmit, setTriedSubmit] = useState(false);
+  // Worked out from what is typed now, so the message goes away as soon as the two match.
+  const mismatch = confirm !== '' && next !== confirm && (triedSubmit || confirm.length >= next.length);
 
   async function submit(e: FormEvent): Promise<void> {
     e.preventDefault();
-    if (next !== confirm) {
-      setStatus({ ok: false, text: 'The new passwords do not match.' });
-      return;
-    }
+    setTriedSubmit(true);
+    if (next !== confirm) return;
     setBusy(true);
     setStatus(null);
     try {
@@ -23,6 +26,7 @@ function PasswordForm() {
       setCurrent('');
       setNext('');
       setConfirm('');
+      setTriedSubmit(false);
       setStatus({ ok: true, text: 'Password changed. Other sessions were logged out.' });
     } catch (err) {
       const text =
@@ -55,10 +59,18 @@ function PasswordForm() {
           type="password"
           autoComplete="new-password"
           required
-          minLength={8}
+          minLength={min}
+          maxLength={info.password.max_length}
           value={next}
-          onChange={(e) => setNext(e.target.value)}
+          aria-describedby="new-password-hint"
+          onChange={(e) => {
+            setNext(e.target.value);
+            setStatus(null);
+          }}
         />
+        <span id="new-password-hint" className="hint">
+          At least {min} characters.
+        </span>
       </div>
       <div className="field">
         <label htmlFor="confirm-password">Confirm new password</label>
@@ -67,10 +79,20 @@ function PasswordForm() {
           type="password"
           autoComplete="new-password"
           required
-          minLength={8}
+          minLength={min}
           value={confirm}
-          onChange={(e) => setConfirm(e.target.value)}
+          aria-invalid={mismatch || undefined}
+          aria-describedby={mismatch ? 'confirm-password-error' : undefined}
+          onChange={(e) => {
+            setConfirm(e.target.value);
+            setStatus(null);
+          }}
         />
+        {mismatch && (
+          <span id="confirm-password-error" className="form-error small" role="alert">
+            The new passwords do not match.
+          </span>
+        )}
       </div>
       {status && (
         <div className={status.ok ? 'form-success' : 'form-error'} role={status.ok ? 'status' : 'alert'}>

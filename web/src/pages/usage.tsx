@@ -1,11 +1,12 @@
 import { useMemo } from 'react';
-import { api, type UsageBreakdownRow } from '../api.js';
+import { api, type KeyView, type UsageBreakdownRow } from '../api.js';
 import { CostChart, LatencyChart, RequestsChart, TokensChart } from '../components/charts.js';
+import { DateRange } from '../components/date-range.js';
 import { PageHeader } from '../components/page-header.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { Tabs } from '../components/tabs.js';
-import { fillBuckets, USAGE_RANGES, type UsageRange } from '../lib/buckets.js';
-import { formatCompact, formatCost, formatMs, formatNumber } from '../lib/format.js';
+import { bucketFor, fillBuckets, USAGE_RANGES, type UsageRange } from '../lib/buckets.js';
+import { formatCompact, formatCost, formatMs, formatNumber, PROVIDER_LABELS } from '../lib/format.js';
 import { useAsync } from '../lib/use-async.js';
 import { Link, navigate, useLocation } from '../router.js';
 
@@ -18,7 +19,8 @@ function Breakdown({
   title: string;
   rows: UsageBreakdownRow[];
   label: (g: string) => string;
-  linkFor: (g: string) => string;
+  /** null: the group cannot be shown as a request filter (e.g. requests without a model). */
+  linkFor: (g: string) => string | null;
 }) {
   const max = Math.max(1, ...rows.map((r) => r.requests));
   const sorted = [...rows].sort((a, b) => b.requests - a.requests);
@@ -51,7 +53,16 @@ function Breakdown({
               {sorted.map((r) => (
                 <tr key={r.group}>
                   <td className="stack-title">
-                    <Link to={linkFor(r.group)}>{label(r.group)}</Link>
+                    {linkFor(r.group) ? (
+                      <Link to={linkFor(r.group)!}>{label(r.group)}</Link>
+                    ) : (
+                      <span
+                        className="muted"
+                        title="Requests keyrelay refused before reading their body, so no model is known"
+                      >
+                        {label(r.group)}
+                      </span>
+                    )}
                     <span className="bar" aria-hidden="true">
                       <span style={{ width: `${(r.requests / max) * 100}%` }} />
                     </span>
@@ -69,9 +80,12 @@ function Breakdown({
                       <>
                         {formatCost(r.cost_usd)}
                         {r.unknown_cost_requests > 0 && (
-                          <span className="muted small" title="requests without a known price">
+                          <span
+                            className="muted small unpriced"
+                            title="Requests whose model has no known price: their cost is not in this sum"
+                          >
                             {' '}
-                            +{r.unknown_cost_requests}?
+                            + {formatNumber(r.unknown_cost_requests)} unpriced
                           </span>
                         )}
                       </>
@@ -90,24 +104,156 @@ function Breakdown({
   );
 }
 
+/** The usage page's range and filters, all in the URL. */
+function readUsageQuery(query: URLSearchParams) {
+  const preset = query.get('range') ?? '24h';
+  const from = query.get('from') ?? undefined;
+  const to = query.get('to') ?? undefined;
+  const custom = preset === 'custom' && from && to && Date.parse(from) < Date.parse(to);
+  const rangeId: UsageRange | 'custom' = custom
+    ? 'custom'
+    : preset in USAGE_RANGES
+      ? (preset as UsageRange)
+      : '24h';
+  return {
+    rangeId,
+    from: custom ? from : undefined,
+    to: custom ? to : undefined,
+    key_id: query.get('key_id') ?? undefined,
+    provider: query.get('provider') ?? undefined,
+    model: query.get('model') ?? undefined,
+  };
+}
+type UsageQueryState = ReturnType<typeof readUsageQuery>;
+
+function writeUsageQuery(q: UsageQueryState): void {
+  const qs = new URLSearchParams();
+  qs.set('range', q.rangeId);
+  for (const k of ['from', 'to', 'key_id', 'provider', 'model'] as const) {
+    const v = q[k];
+    if (v && (q.rangeId === 'custom' || (k !== 'from' && k !== 'to'))) qs.set(k, v);
+  }
+  navigate(`/usage?${qs.toString()}`, { replace: true });
+}
+
+function UsageFilters({ q, keys }: { q: UsageQueryState; keys: KeyView[] }) {
+  const set = (patch: Partial<UsageQueryState>) => writeUsageQuery({ ...q, ...patch });
+  return (
+    <div className="filters usage-filters" role="search" aria-label="Filter usage">
+      <div className="field field-inline">
+        <label htmlFor="u-key">Key</label>
+        <select
+          id="u-key"
+          value={q.key_id ?? ''}
+          onChange={(e) => set({ key_id: e.target.value || undefined })}
+        >
+          <option value="">All keys</option>
+          {keys.map((k) => (
+            <option key={k.id} value={k.id}>
+              {k.name} ({k.hint})
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="u-provider">Provider</label>
+        <select
+          id="u-provider"
+          value={q.provider ?? ''}
+          onChange={(e) => set({ provider: e.target.value || undefined })}
+        >
+          <option value="">All providers</option>
+          {Object.entries(PROVIDER_LABELS).map(([id, label]) => (
+            <option key={id} value={id}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="u-model">Model</label>
+        <input
+          id="u-model"
+          defaultValue={q.model ?? ''}
+          key={q.model ?? ''}
+          placeholder="e.g. gpt-5-mini"
+          onKeyDown={(e) => {
+            if (e.key === 'Enter') set({ model: e.currentTarget.value.trim() || undefined });
+          }}
+          onBlur={(e) => {
+            if ((e.target.value.trim() || undefined) !== q.model)
+              set({ model: e.target.value.trim() || undefined });
+          }}
+        />
+      </div>
+      {(q.key_id || q.provider || q.model) && (
+        <button
+          type="button"
+          className="btn btn-ghost btn-sm filters-clear"
+          onClick={() => set({ key_id: undefined, provider: undefined, model: undefined })}
+        >
+          Clear filters
+        </button>
+      )}
+      {q.rangeId === 'custom' && (
+        <DateRange
+          idPrefix="u-range"
+          from={q.from}
+          to={q.to}
+          onApply={(from, to) => set({ rangeId: 'custom', from, to })}
+        />
+      )}
+    </div>
+  );
+}
+
 export function UsagePage() {
   const { query, search } = useLocation();
-  const rangeId =
-    (query.get('range') ?? '24h') in USAGE_RANGES ? ((query.get('range') ?? '24h') as UsageRange) : '24h';
-  const range = USAGE_RANGES[rangeId];
+  const q = readUsageQuery(query);
+  const keysList = useAsync(() => api.listKeys(), []);
 
   const data = useAsync(async () => {
-    const to = Date.now();
-    const from = to - range.ms;
-    const q = { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+    const preset = q.rangeId === 'custom' ? null : USAGE_RANGES[q.rangeId];
+    const to = q.to ? Date.parse(q.to) : Date.now();
+    const from = q.from ? Date.parse(q.from) : to - preset!.ms;
+    const bucket = preset ? preset.bucket : bucketFor(to - from);
+    const filters = { key_id: q.key_id, provider: q.provider, model: q.model };
+    const range = { from: new Date(from).toISOString(), to: new Date(to).toISOString(), ...filters };
     const [series, byModel, byKey, keys] = await Promise.all([
-      api.usageSeries({ ...q, bucket: range.bucket }),
-      api.usageBreakdown({ ...q, by: 'model' }),
-      api.usageBreakdown({ ...q, by: 'key_id' }),
+      api.usageSeries({ ...range, bucket }),
+      api.usageBreakdown({ ...range, by: 'model' }),
+      api.usageBreakdown({ ...range, by: 'key_id' }),
       api.listKeys(),
     ]);
-    return { from, to, points: series.points, byModel: byModel.rows, byKey: byKey.rows, keys: keys.keys };
+    return {
+      from,
+      to,
+      bucket,
+      points: series.points,
+      byModel: byModel.rows,
+      byKey: byKey.rows,
+      keys: keys.keys,
+    };
   }, [search]);
+  const range = {
+    bucket: data.data?.bucket ?? 'hour',
+    ms: data.data ? data.data.to - data.data.from : 86_400_000,
+  };
+  const rangeId = q.rangeId;
+  // Links into the request log keep this page's range and filters.
+  const requestsLink = (extra: Record<string, string>) => {
+    const qs = new URLSearchParams();
+    if (data.data) {
+      qs.set('from', new Date(data.data.from).toISOString());
+      qs.set('to', new Date(data.data.to).toISOString());
+      qs.set('range', 'custom');
+    }
+    if (q.provider) qs.set('provider', q.provider);
+    if (q.key_id) qs.set('key_id', q.key_id);
+    if (q.model) qs.set('model', q.model);
+    for (const [k, v] of Object.entries(extra)) qs.set(k, v);
+    return `/requests?${qs.toString()}`;
+  };
 
   const chart = useMemo(
     () => (data.data ? fillBuckets(data.data.points, data.data.from, data.data.to, range.bucket) : []),
@@ -132,11 +278,23 @@ export function UsagePage() {
             size="sm"
             label="Time range"
             value={rangeId}
-            onChange={(id) => navigate(`/usage?range=${id}`, { replace: true })}
-            items={Object.entries(USAGE_RANGES).map(([id, r]) => ({ id, label: r.label }))}
+            onChange={(id) =>
+              writeUsageQuery({
+                ...q,
+                rangeId: id as UsageQueryState['rangeId'],
+                // Custom starts from what is on screen, so the inputs open on a sensible range.
+                from: id === 'custom' && data.data ? new Date(data.data.from).toISOString() : undefined,
+                to: id === 'custom' && data.data ? new Date(data.data.to).toISOString() : undefined,
+              })
+            }
+            items={[
+              ...Object.entries(USAGE_RANGES).map(([id, r]) => ({ id, label: r.label })),
+              { id: 'custom', label: 'Custom' },
+            ]}
           />
         }
       />
+      <UsageFilters q={q} keys={keysList.data?.keys ?? []} />
       <div id="range-panel" role="tabpanel" aria-labelledby={`range-tab-${rangeId}`}>
         {data.error ? (
           <ErrorState error={data.error} onRetry={data.reload} />
@@ -160,13 +318,13 @@ export function UsagePage() {
                 title="By model"
                 rows={data.data.byModel}
                 label={(g) => g || '(no model)'}
-                linkFor={(g) => `/requests?model=${encodeURIComponent(g)}&range=${rangeId}`}
+                linkFor={(g) => (g ? requestsLink({ model: g }) : null)}
               />
               <Breakdown
                 title="By key"
                 rows={data.data.byKey}
                 label={keyLabel}
-                linkFor={(g) => `/requests?key_id=${encodeURIComponent(g)}&range=${rangeId}`}
+                linkFor={(g) => requestsLink({ key_id: g })}
               />
             </div>
           </>
