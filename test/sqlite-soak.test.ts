@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqliteDriverFor } from '../src/node-support.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
+import { createUserWithKey } from './helpers/process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin/keyrelay.js');
@@ -74,12 +75,7 @@ describe('SQLite soak on this Node', () => {
       KEYRELAY_PORT: '0',
       KEYRELAY_LOG_LEVEL: 'info',
     };
-    const made = startBuilt(
-      ['users', 'create', '--email', 'soak@example.com', '--password', 'correct horse battery', '--json'],
-      env,
-    );
-    expect(await made.exited).toEqual({ code: 0, signal: null });
-    const key = (JSON.parse(made.out()) as { key: { key: string } }).key.key;
+    const { key } = await createUserWithKey('soak@example.com', env);
 
     const ids: string[] = [];
     const outputs: string[] = [];

@@ -3,6 +3,7 @@
  * HttpOnly cookie, so every call is same-origin with credentials; state changes send JSON so the server's
  * CSRF check (content-type + Origin) passes.
  */
+import type { SignupNotice } from '../../src/accounts/sign-up.js';
 import type { Provider, Outcome, RequestLogRow } from '../../src/log/record.js';
 import type {
   Account,
@@ -22,6 +23,7 @@ export type {
   Outcome,
   RequestLogRow,
   RequestSummary,
+  SignupNotice,
   UsageBreakdownRow,
   UsagePoint,
 };
@@ -136,7 +138,10 @@ export const api = {
   signup: (email: string, password: string) =>
     call<{ next: 'login' }>('POST', '/signup', { email, password }),
   login: (email: string, password: string) =>
-    call<{ account: Account; key: CreatedKey | null }>('POST', '/login', { email, password }),
+    call<{ account: Account; key: CreatedKey | null; notices: SignupNotice[] }>('POST', '/login', {
+      email,
+      password,
+    }),
   logout: () => call<void>('POST', '/logout', {}),
   changePassword: (current_password: string, new_password: string) =>
     call<void>('POST', '/password', { current_password, new_password }),

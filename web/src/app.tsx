@@ -1,5 +1,13 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
-import { api, setUnauthenticatedHandler, type Account, type CreatedKey, type Info } from './api.js';
+import {
+  api,
+  setUnauthenticatedHandler,
+  type Account,
+  type CreatedKey,
+  type Info,
+  type SignupNotice,
+} from './api.js';
+import { SignupNotices } from './components/signup-notices.js';
 import { Shell } from './components/shell.js';
 import { ErrorState, LoadingState } from './components/states.js';
 import { AuthPage } from './pages/auth.js';
@@ -28,6 +36,7 @@ export function App() {
   const [info, setInfo] = useState<Info | null>(null);
   const [account, setAccount] = useState<Account | null | undefined>(undefined);
   const [revealedKey, setRevealedKey] = useState<CreatedKey | null>(null);
+  const [notices, setNotices] = useState<SignupNotice[]>([]);
   const [bootError, setBootError] = useState<Error | null>(null);
   const [bootTick, setBootTick] = useState(0);
 
@@ -96,8 +105,9 @@ export function App() {
       <AuthPage
         mode={pathname === '/signup' ? 'signup' : 'login'}
         info={info}
-        onSignedIn={(acc, key) => {
+        onSignedIn={(acc, key, signupNotices) => {
           if (key) setRevealedKey(key);
+          setNotices(signupNotices);
           setAccount(acc);
           navigate(key ? '/' : safeNext(query.get('next')), { replace: true });
         }}
@@ -120,6 +130,7 @@ export function App() {
   return (
     <SessionContext.Provider value={session}>
       <Shell>
+        <SignupNotices notices={notices} onDismiss={() => setNotices([])} />
         <Suspense fallback={<LoadingState />}>{page}</Suspense>
       </Shell>
     </SessionContext.Provider>

@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, api, type Account, type CreatedKey, type Info } from '../api.js';
+import { ApiError, api, type Account, type CreatedKey, type Info, type SignupNotice } from '../api.js';
 import { Logo } from '../components/shell.js';
 import { formatWait } from '../lib/format.js';
 import { Link } from '../router.js';
@@ -11,7 +11,7 @@ export function AuthPage({
 }: {
   mode: 'login' | 'signup';
   info: Info;
-  onSignedIn: (account: Account, key: CreatedKey | null) => void;
+  onSignedIn: (account: Account, key: CreatedKey | null, notices: SignupNotice[]) => void;
 }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
@@ -26,16 +26,18 @@ export function AuthPage({
     setBusy(true);
     setError(null);
     try {
-      if (showSignup) {
-        await api.signup(email, password);
-        const r = await api.login(email, password);
-        onSignedIn(r.account, r.key);
-      } else {
-        const r = await api.login(email, password);
-        onSignedIn(r.account, null);
-      }
+      if (showSignup) await api.signup(email, password);
+      // Sign-up opens no session: signing in is the same step for a new account and an old one. The default
+      // key comes with the first sign-in, whichever page that happens on.
+      const r = await api.login(email, password);
+      onSignedIn(r.account, r.key, r.notices ?? []);
     } catch (err) {
-      setError(describe(err));
+      // Sign-up took the address but its password does not sign in: the address already has an account.
+      setError(
+        showSignup && err instanceof ApiError && err.code === 'invalid_credentials'
+          ? 'This email address already has an account with another password. Log in instead.'
+          : describe(err),
+      );
       setBusy(false);
     }
   }
