@@ -63,10 +63,9 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   const collect = (reason: 'start' | 'grown' | 'young'): void => {
     const t = performance.now();
     gc();
-    // Node 22's V8 can keep a 32 MB young generation through a plain forced collection after a burst; a
-    // memory-reducing one (V8's own under memory pressure; repeated full collections, tens of ms) gives it
-    // back. Not at start: the young generation regrows with the first requests anyway.
-    if (reason !== 'start' && youngGenerationBytes() > SMALL_YOUNG_GENERATION)
+    // Node 22's V8 can keep a 32 MB young generation through a plain forced collection; a memory-reducing
+    // one (V8's own under memory pressure; repeated full collections, tens of ms) gives it back.
+    if (youngGenerationBytes() > SMALL_YOUNG_GENERATION)
       gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     const ms = performance.now() - t;
     gcMs += ms;
