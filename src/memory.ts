@@ -19,14 +19,12 @@ import { runInNewContext } from 'node:vm';
 /** What V8 shrinks an idle young generation to (1 MB semi-spaces) is well under this. */
 const SMALL_YOUNG_GENERATION = 4 * 1024 * 1024;
 
-type Gc = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
-
 /** V8's gc() without --expose-gc on the command line (nothing else sees it: it lives in a new context). */
-function exposeGc(): Gc {
-  const existing = (globalThis as { gc?: Gc }).gc;
+function exposeGc(): () => void {
+  const existing = (globalThis as { gc?: () => void }).gc;
   if (existing) return existing;
   setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as Gc;
+  return runInNewContext('gc') as () => void;
 }
 
 export interface IdleReclaimOptions {
@@ -63,10 +61,6 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   const collect = (reason: 'start' | 'grown' | 'young'): void => {
     const t = performance.now();
     gc();
-    // Node 22's V8 can keep a 32 MB young generation through a plain forced collection; a memory-reducing
-    // one (V8's own under memory pressure; repeated full collections, tens of ms) gives it back.
-    if (youngGenerationBytes() > SMALL_YOUNG_GENERATION)
-      gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     const ms = performance.now() - t;
     gcMs += ms;
     opts.onCollect?.(reason, ms);
