@@ -1,6 +1,7 @@
 /**
  * `keyrelay serve` gives memory back once traffic stops (src/memory.ts): 30 s after a burst its old
- * generation is collected and its young generation shrunk, and no collection runs before that.
+ * generation is collected and its young generation shrunk (by V8 itself where it does so, else by one
+ * collection of keyrelay's), and no collection of keyrelay's runs before that.
  * Read from the process's own /metrics and debug log, as an operator would.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -40,7 +41,7 @@ interface Reclaim {
 }
 
 describe('idle memory', () => {
-  it('collects once after a burst and 30 s of quiet, shrinking the young generation; never before', async () => {
+  it('gives memory back after a burst and 30 s of quiet (one collection at most, never before)', async () => {
     const env = {
       KEYRELAY_DATA_DIR: dataDir,
       KEYRELAY_OPENAI_UPSTREAM: openai.url,
@@ -87,20 +88,19 @@ describe('idle memory', () => {
       expect(sent).toBeGreaterThan(200);
 
       // Nothing for the first seconds of quiet (load that resumes soon must not pay for a collection); then,
-      // 30 s in, one collection. The log is polled, not /metrics, so nothing allocates meanwhile.
-      let reclaimed: Reclaim | undefined;
-      for (let waited = 0; waited < 40_000 && !reclaimed; waited += 500) {
-        await sleep(500);
-        reclaimed = reclaims().find((r) => r.reason !== 'start');
-      }
+      // 30 s in, at most one collection, and only where V8 has not given the memory back by itself (Node 22's
+      // V8 often shrinks an idle young generation on its own; Node 20's and 24's keep it). The log is polled,
+      // not /metrics, so nothing allocates meanwhile.
+      await sleep(Math.max(0, burstEnd + 33_000 - Date.now()));
       const now = await heap(kr.url);
-      expect(reclaims()[0]?.reason).toBe('start');
-      expect(reclaimed?.reason).toBe('grown');
-      expect(reclaimed!.time - burstEnd).toBeGreaterThan(28_000);
-      expect(reclaims().filter((r) => r.reason !== 'start')).toHaveLength(1);
-      expect(after.young).toBeGreaterThan(4);
-      expect(now.young).toBeLessThan(after.young);
-      expect(now.used).toBeLessThan(before.used + 8);
+      const seen = JSON.stringify({ reclaims: reclaims(), before, after, now });
+      expect(reclaims()[0]?.reason, seen).toBe('start');
+      const later = reclaims().filter((r) => r.reason !== 'start');
+      expect(later.length, seen).toBeLessThanOrEqual(1);
+      if (later[0]) expect(later[0].time - burstEnd, seen).toBeGreaterThan(28_000);
+      expect(after.young, seen).toBeGreaterThan(4);
+      expect(now.young, seen).toBeLessThanOrEqual(4);
+      expect(now.used, seen).toBeLessThan(before.used + 8);
     } finally {
       kr.child.kill('SIGTERM');
       await kr.exited;
