@@ -105,6 +105,58 @@ function DebouncedInput({
   );
 }
 
+/** The Key filter, shared by the request log and usage: every key of the account, by name and hint. */
+export function KeySelect({
+  id,
+  keys,
+  value,
+  onChange,
+}: {
+  id: string;
+  keys: KeyView[];
+  value: string | undefined;
+  onChange: (v: string | undefined) => void;
+}) {
+  return (
+    <div className="field field-inline">
+      <label htmlFor={id}>Key</label>
+      <select id={id} value={value ?? ''} onChange={(e) => onChange(e.target.value || undefined)}>
+        <option value="">All keys</option>
+        {keys.map((k) => (
+          <option key={k.id} value={k.id}>
+            {k.name} ({k.hint})
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** The Provider filter, shared by the request log and usage. */
+export function ProviderSelect({
+  id,
+  value,
+  onChange,
+}: {
+  id: string;
+  value: string | undefined;
+  onChange: (v: string | undefined) => void;
+}) {
+  return (
+    <div className="field field-inline">
+      <label htmlFor={id}>Provider</label>
+      <select id={id} value={value ?? ''} onChange={(e) => onChange(e.target.value || undefined)}>
+        <option value="">All providers</option>
+        {Object.entries(PROVIDER_LABELS).map(([pid, label]) => (
+          <option key={pid} value={pid}>
+            {label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
 export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyView[] }) {
   const set = (k: FilterKey, v: string): void => writeFilters({ ...filters, [k]: v || undefined });
   const statusValue = filters.outcome
@@ -148,32 +200,8 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
           <option value="custom">Custom range…</option>
         </select>
       </div>
-      <div className="field field-inline">
-        <label htmlFor="f-key">Key</label>
-        <select id="f-key" value={filters.key_id ?? ''} onChange={(e) => set('key_id', e.target.value)}>
-          <option value="">All keys</option>
-          {keys.map((k) => (
-            <option key={k.id} value={k.id}>
-              {k.name} ({k.hint})
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className="field field-inline">
-        <label htmlFor="f-provider">Provider</label>
-        <select
-          id="f-provider"
-          value={filters.provider ?? ''}
-          onChange={(e) => set('provider', e.target.value)}
-        >
-          <option value="">All providers</option>
-          {Object.entries(PROVIDER_LABELS).map(([id, label]) => (
-            <option key={id} value={id}>
-              {label}
-            </option>
-          ))}
-        </select>
-      </div>
+      <KeySelect id="f-key" keys={keys} value={filters.key_id} onChange={(v) => set('key_id', v ?? '')} />
+      <ProviderSelect id="f-provider" value={filters.provider} onChange={(v) => set('provider', v ?? '')} />
       <div className="field field-inline">
         <label htmlFor="f-status">Status</label>
         <select

@@ -3,10 +3,11 @@ import { api, type KeyView, type UsageBreakdownRow } from '../api.js';
 import { CostChart, LatencyChart, RequestsChart, TokensChart } from '../components/charts.js';
 import { DateRange } from '../components/date-range.js';
 import { PageHeader } from '../components/page-header.js';
+import { KeySelect, ProviderSelect } from '../components/request-filters.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { Tabs } from '../components/tabs.js';
 import { bucketFor, fillBuckets, USAGE_RANGES, type UsageRange } from '../lib/buckets.js';
-import { formatCompact, formatCost, formatMs, formatNumber, PROVIDER_LABELS } from '../lib/format.js';
+import { formatCompact, formatCost, formatMs, formatNumber } from '../lib/format.js';
 import { useAsync } from '../lib/use-async.js';
 import { Link, navigate, useLocation } from '../router.js';
 
@@ -140,36 +141,8 @@ function UsageFilters({ q, keys }: { q: UsageQueryState; keys: KeyView[] }) {
   const set = (patch: Partial<UsageQueryState>) => writeUsageQuery({ ...q, ...patch });
   return (
     <div className="filters usage-filters" role="search" aria-label="Filter usage">
-      <div className="field field-inline">
-        <label htmlFor="u-key">Key</label>
-        <select
-          id="u-key"
-          value={q.key_id ?? ''}
-          onChange={(e) => set({ key_id: e.target.value || undefined })}
-        >
-          <option value="">All keys</option>
-          {keys.map((k) => (
-            <option key={k.id} value={k.id}>
-              {k.name} ({k.hint})
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className="field field-inline">
-        <label htmlFor="u-provider">Provider</label>
-        <select
-          id="u-provider"
-          value={q.provider ?? ''}
-          onChange={(e) => set({ provider: e.target.value || undefined })}
-        >
-          <option value="">All providers</option>
-          {Object.entries(PROVIDER_LABELS).map(([id, label]) => (
-            <option key={id} value={id}>
-              {label}
-            </option>
-          ))}
-        </select>
-      </div>
+      <KeySelect id="u-key" keys={keys} value={q.key_id} onChange={(v) => set({ key_id: v })} />
+      <ProviderSelect id="u-provider" value={q.provider} onChange={(v) => set({ provider: v })} />
       <div className="field field-inline">
         <label htmlFor="u-model">Model</label>
         <input
