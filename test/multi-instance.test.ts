@@ -5,48 +5,34 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from './console-harness.js';
-import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
-import { REDIS_URL, callProxy, quantile, startInstance, waitFor, type Instance } from './helpers/cluster.js';
-import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
+import {
+  REDIS_URL,
+  callProxy,
+  quantile,
+  startPair,
+  waitFor,
+  type Instance,
+  type Pair,
+} from './helpers/cluster.js';
+import type { TestDatabase } from './helpers/pg.js';
 import { runCli } from './helpers/process.js';
 
 const TRIALS = 50;
 const REVOCATION_BOUND_MS = 1_000;
 
+let pair: Pair;
 let db: TestDatabase;
-let openai: FakeUpstream;
-let anthropic: FakeUpstream;
 let a: Instance;
 let b: Instance;
 let onA: Client;
 let onB: Client;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  openai = await startFakeOpenAI();
-  anthropic = await startFakeAnthropic();
-  const env = {
-    KEYRELAY_DATABASE_URL: db.url,
-    KEYRELAY_REDIS_URL: REDIS_URL,
-    KEYRELAY_OPENAI_UPSTREAM: openai.url,
-    KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-    // Long enough that only the Redis fan-out (or the database change feed) can explain a refusal within a second.
-    KEYRELAY_KEY_CACHE_TTL_MS: '60000',
-  };
-  // Both at once: the migration lock must let them start together on an empty database.
-  [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
-  onA = new Client(a.url);
-  await onA.signup(`multi-${Date.now()}@example.com`);
-  onB = new Client(b.url);
-  onB.cookie = onA.cookie;
+  pair = await startPair('multi');
+  ({ db, a, b, onA, onB } = pair);
 }, 120_000);
 
-afterAll(async () => {
-  await Promise.allSettled([a?.stop(), b?.stop()]);
-  await openai?.close();
-  await anthropic?.close();
-  await db?.drop();
-}, 120_000);
+afterAll(() => pair?.close(), 120_000);
 
 async function createKeyOn(client: Client, name: string): Promise<{ id: string; key: string }> {
   const r = await client.post('/keys', { name });

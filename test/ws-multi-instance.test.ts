@@ -5,42 +5,26 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from './console-harness.js';
-import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
-import { REDIS_URL, quantile, startInstance, waitFor, type Instance } from './helpers/cluster.js';
-import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
+import type { FakeUpstream } from './fakes/index.js';
+import { quantile, startInstance, startPair, waitFor, type Instance, type Pair } from './helpers/cluster.js';
+import type { TestDatabase } from './helpers/pg.js';
 import { mustOpen, openWs, wsUrl } from './helpers/ws.js';
 
 const TRIALS = 10;
 
+let pair: Pair;
 let db: TestDatabase;
 let openai: FakeUpstream;
 let anthropic: FakeUpstream;
-let a: Instance;
 let b: Instance;
 let onA: Client;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  openai = await startFakeOpenAI();
-  anthropic = await startFakeAnthropic();
-  const env = {
-    KEYRELAY_DATABASE_URL: db.url,
-    KEYRELAY_REDIS_URL: REDIS_URL,
-    KEYRELAY_OPENAI_UPSTREAM: openai.url,
-    KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-    KEYRELAY_KEY_CACHE_TTL_MS: '60000',
-  };
-  [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
-  onA = new Client(a.url);
-  await onA.signup(`ws-multi-${Date.now()}@example.com`);
+  pair = await startPair('ws-multi');
+  ({ db, openai, anthropic, b, onA } = pair);
 }, 120_000);
 
-afterAll(async () => {
-  await Promise.allSettled([a?.stop(), b?.stop()]);
-  await openai?.close();
-  await anthropic?.close();
-  await db?.drop();
-}, 120_000);
+afterAll(() => pair?.close(), 120_000);
 
 describe('WebSockets across instances', () => {
   it('a key revoked on A closes its sockets on B with 1008 within a second', async () => {

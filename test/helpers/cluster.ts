@@ -6,6 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
+import { Client } from '../console-harness.js';
+import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from '../fakes/index.js';
+import { createTestDatabase, type TestDatabase } from './pg.js';
 import { startServeProcess, type ServeProcess } from './process.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -96,4 +99,55 @@ export async function waitFor<T>(
 export function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+export interface Pair {
+  db: TestDatabase;
+  openai: FakeUpstream;
+  anthropic: FakeUpstream;
+  a: Instance;
+  b: Instance;
+  /** Signed in on A; the same session works on B (shared sessions). */
+  onA: Client;
+  onB: Client;
+  close(): Promise<void>;
+}
+
+/**
+ * Two instances on a fresh PostgreSQL database and the real Redis, with fake upstreams and one signed-in
+ * account. The key cache TTL is a minute: only the Redis fan-out (or the database change feed) can explain
+ * a revocation seen within a second. Both start at once: the migration lock must let them start together
+ * on an empty database.
+ */
+export async function startPair(emailPrefix: string): Promise<Pair> {
+  const db = await createTestDatabase();
+  const openai = await startFakeOpenAI();
+  const anthropic = await startFakeAnthropic();
+  const env = {
+    KEYRELAY_DATABASE_URL: db.url,
+    KEYRELAY_REDIS_URL: REDIS_URL,
+    KEYRELAY_OPENAI_UPSTREAM: openai.url,
+    KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
+    KEYRELAY_KEY_CACHE_TTL_MS: '60000',
+  };
+  const [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
+  const onA = new Client(a.url);
+  await onA.signup(`${emailPrefix}-${Date.now()}@example.com`);
+  const onB = new Client(b.url);
+  onB.cookie = onA.cookie;
+  return {
+    db,
+    openai,
+    anthropic,
+    a,
+    b,
+    onA,
+    onB,
+    close: async () => {
+      await Promise.allSettled([a.stop(), b.stop()]);
+      await openai.close();
+      await anthropic.close();
+      await db.drop();
+    },
+  };
 }
