@@ -8,6 +8,7 @@ import { createKey, revokeKey, setKeyLimits, toKeyView } from '../keys/actions.j
 import { LocalKeyEventBus, type KeyEventBus } from '../keys/events.js';
 import { hashKey, isWellFormedKey } from '../keys/format.js';
 import { createMetrics } from '../metrics.js';
+import { InvalidFilterError } from '../store/errors.js';
 import { openStores } from '../store/factory.js';
 import type { Provider } from '../log/record.js';
 import type { ConfigStore, KeyLimits, KeyView, LogStore } from '../store/types.js';
@@ -120,7 +121,8 @@ async function withStores(
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`keyrelay: ${inFlagTerms(message)}\n`);
     // A value the key actions refuse (400) was given on the command line: a usage error, like a bad flag.
-    return err instanceof UsageError || (err instanceof ApiError && err.status === 400) ? 2 : 1;
+    const refusedInput = (err instanceof ApiError && err.status === 400) || err instanceof InvalidFilterError;
+    return err instanceof UsageError || refusedInput ? 2 : 1;
   } finally {
     await bus.close();
     await logStore.close();
