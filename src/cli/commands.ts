@@ -109,10 +109,11 @@ async function withStores(
   const { configStore, logStore } = await openStores(config);
   // With Redis, a CLI revocation reaches running instances at once, like one made in the console.
   const quiet = { warn: () => {}, info: () => {} };
-  const bus = config.redisUrl
-    ? await (
-        await import('../keys/redis-bus.js')
-      ).createRedisKeyEventBus(config.redisUrl, createMetrics(), quiet)
+  const redis = config.redisUrl
+    ? await (await import('../redis.js')).openRedis(config.redisUrl, createMetrics())
+    : null;
+  const bus = redis
+    ? await (await import('../keys/redis-bus.js')).createRedisKeyEventBus(redis, quiet)
     : new LocalKeyEventBus();
   try {
     await fn({ configStore, logStore, bus });
@@ -125,6 +126,7 @@ async function withStores(
     return err instanceof UsageError || refusedInput ? 2 : 1;
   } finally {
     await bus.close();
+    await redis?.close();
     await logStore.close();
     await configStore.close();
   }
