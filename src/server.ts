@@ -19,7 +19,7 @@ import { KeyVerifier } from './keys/verify.js';
 import { KeyLimiter } from './limits/limiter.js';
 import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
 import { LogQueue } from './log/queue.js';
-import type { RequestLogRow } from './log/record.js';
+import type { RequestLogRow } from './types.js';
 import { startRetention } from './log/retention.js';
 import { createLogger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';

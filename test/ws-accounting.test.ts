@@ -13,7 +13,7 @@ import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { ResponsesWS } from 'openai/resources/responses/ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REALTIME_USAGE, DEFAULT_RESPONSES_USAGE, FAKE_AUDIO } from './fakes/index.js';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
 let h: Harness;

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey, rollKey, setKeyLimits } from '../src/keys/actions.js';
 import type { KeyLimits } from '../src/store/types.js';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
 

@@ -10,7 +10,7 @@ import { hashKey, isWellFormedKey } from '../keys/format.js';
 import { createMetrics } from '../metrics.js';
 import { InvalidFilterError } from '../store/errors.js';
 import { openStores } from '../store/factory.js';
-import type { Provider } from '../log/record.js';
+import type { Provider } from '../types.js';
 import type { ConfigStore, KeyLimits, KeyView, LogStore } from '../store/types.js';
 
 export interface CommandArgs {

@@ -2,7 +2,7 @@
  * What both log stores share: the column list, the filter → WHERE translation, the opaque cursor and the
  * percentile definition (PostgreSQL's percentile_cont, so both backends report the same numbers).
  */
-import type { RequestLogRow } from '../log/record.js';
+import type { RequestLogRow } from '../types.js';
 import { InvalidFilterError } from './errors.js';
 import type { RequestFilter, UsageBreakdownRow, UsagePoint } from './types.js';
 

@@ -1,7 +1,7 @@
 /** LogStore half of the store contract (registered by test/store-contract.test.ts for each backend). */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import type { RequestLogRow } from '../../src/log/record.js';
+import type { RequestLogRow } from '../../src/types.js';
 import type { LogStore, RequestFilter, RequestSummary } from '../../src/store/types.js';
 import { makeLogRow, toSummary } from './log-rows.js';
 

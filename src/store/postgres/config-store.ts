@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import { EmailTakenError, normalizeStoredEmail } from '../errors.js';
 import { toIso, toIsoOrNull } from '../time.js';
-import type { Provider } from '../../log/record.js';
+import type { Provider } from '../../types.js';
 import type {
   Account,
   AccountWithSecret,
