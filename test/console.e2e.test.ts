@@ -63,7 +63,7 @@ function expectedCost(
   return price.total_price;
 }
 
-// SPEC §5: input_tokens counts every prompt token, cache reads and writes included.
+// input_tokens counts every prompt token, cache reads and writes included.
 const EXPECTED = {
   openai: {
     input: DEFAULT_OPENAI_USAGE.prompt_tokens,

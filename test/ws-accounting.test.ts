@@ -1,5 +1,5 @@
 /**
- * SPEC §5a accounting on real sockets: the official `openai` package's Realtime and Responses WebSocket
+ * WebSocket accounting on real sockets: the official `openai` package's Realtime and Responses WebSocket
  * clients get the same events through keyrelay as directly (compared by hash, both directions), and each
  * model response on a socket is one log row with its usage, audio tokens, cost (computed here from the
  * price library), latency, time to first delta, bodies (audio elided) and the socket's connection_id; the

@@ -1,4 +1,4 @@
-/** Creates an account and its `default` key; the full key is returned once (SPEC §3). */
+/** Creates an account and its `default` key; the full key is returned once and never again (only its hash is kept). */
 import { consoleError } from '../console-api/errors.js';
 import { newId } from '../ids.js';
 import { createKey, type CreatedKey, type KeyDeps } from '../keys/actions.js';
