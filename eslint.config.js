@@ -1,5 +1,13 @@
-// Type-aware lint: no-floating-promises matters here, a dropped promise is a lost log row.
+// Type-aware lint: no-floating-promises matters here, a dropped promise is a lost log row. The import rules
+// below are docs/ARCHITECTURE.md's dependency rules, enforced.
+import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
+
+const CONCRETE_STORES = {
+  group: ['**/store/sqlite/**', '**/store/postgres/**', './sqlite/**', './postgres/**'],
+  message: 'Only src/store/factory.ts imports a concrete store; depend on store/types.ts.',
+};
+const CONSOLE_API = { group: ['**/console-api/**'], message: 'proxy/ never imports console-api/.' };
 
 export default tseslint.config(
   {
@@ -38,13 +46,44 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': 'off', 'no-restricted-globals': 'off' },
   },
   {
-    files: ['src/proxy/**'],
+    files: ['src/**/*.ts'],
+    ignores: ['src/store/factory.ts', 'src/store/sqlite/**', 'src/store/postgres/**', 'src/**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [CONCRETE_STORES] }] },
+  },
+  {
+    files: ['src/proxy/**/*.ts'],
+    ignores: ['src/**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [CONCRETE_STORES, CONSOLE_API] }] },
+  },
+  {
+    // The console is a separate bundle: from the server it may take types, never code.
+    files: ['web/src/**/*.{ts,tsx}'],
+    ignores: ['web/src/**/*.test.ts'],
     rules: {
-      'no-restricted-imports': [
+      '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/console-api/**'], message: 'proxy/ never imports console-api/.' }] },
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+src/',
+              allowTypeImports: true,
+              message: 'web/ imports only types from src/ (import type).',
+            },
+          ],
+        },
       ],
     },
+  },
+  {
+    files: ['web/src/**/*.tsx', 'web/src/**/*.ts'],
+    plugins: { 'react-hooks': reactHooks },
+    rules: { 'react-hooks/rules-of-hooks': 'error', 'react-hooks/exhaustive-deps': 'warn' },
+  },
+  {
+    // A nudge to split, not a gate: long files are where the architecture stops being readable.
+    files: ['src/**/*.ts', 'web/src/**/*.{ts,tsx}'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'max-lines': ['warn', { max: 400, skipBlankLines: true, skipComments: true }] },
   },
   {
     files: ['test/**', '**/*.test.ts', 'bench/**'],

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { PgLogStore } from '../src/store/postgres/log-store.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
 import type { LogStore } from '../src/store/types.js';

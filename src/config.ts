@@ -50,8 +50,9 @@ const schema = z.object({
   KEYRELAY_RETENTION_DAYS: int(0).default(30),
   KEYRELAY_BODY_RETENTION_DAYS: int(0).optional(),
   /**
-   * Small batches: SQLite writes run on the event loop, and 100 rows (~3 ms) is short enough not to show
-   * in the proxy's p99; between batches the loop serves requests (npm run bench measures it).
+   * Rows per log write. Neither store writes on the event loop's time: PostgreSQL is
+   * a round trip, and SQLite's synchronous driver runs in a worker thread (store/sqlite/log-writer.ts) that
+   * writes in short transactions. Larger batches only delay rows; npm run bench measures this default.
    */
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(100),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),

@@ -2,7 +2,7 @@
  * keyrelay's own errors: stable codes, one table, rendered once at the edge in the route's provider shape
  * (SPEC §2) so SDKs raise their usual exception. Upstream errors never pass through here.
  */
-import type { Provider } from './log/record.js';
+import type { Provider } from './types.js';
 
 export const PROXY_ERRORS = {
   proxy_key_missing: { status: 401, message: 'Missing proxy-api-key header.' },

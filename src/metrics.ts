@@ -1,6 +1,6 @@
 /** Prometheus metrics (prom-client). One registry per app so tests can run several apps in one process. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { RequestLogRow } from './log/record.js';
+import type { RequestLogRow } from './types.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 

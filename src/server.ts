@@ -19,10 +19,11 @@ import { KeyVerifier } from './keys/verify.js';
 import { KeyLimiter } from './limits/limiter.js';
 import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
 import { LogQueue } from './log/queue.js';
-import type { RequestLogRow } from './log/record.js';
+import type { RequestLogRow } from './types.js';
 import { startRetention } from './log/retention.js';
 import { createLogger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import type { RedisConnections } from './redis.js';
 import { openStores } from './store/factory.js';
 import type { ConfigStore, LogStore } from './store/types.js';
 import { computeCost } from './usage/index.js';
@@ -75,14 +76,16 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   let bus: KeyEventBus;
   let throttle: LoginThrottle;
   let sharedCounters: SharedCounters | null = null;
+  let redis: RedisConnections | null = null;
   if (config.redisUrl) {
     // Loaded only when configured: ioredis is memory a single instance does not need.
+    const { openRedis } = await import('./redis.js');
     const { createRedisKeyEventBus } = await import('./keys/redis-bus.js');
-    const redisBus = await createRedisKeyEventBus(config.redisUrl, metrics, log);
-    bus = redisBus;
-    sharedCounters = createRedisCounters(redisBus.client);
+    redis = await openRedis(config.redisUrl, metrics);
+    bus = await createRedisKeyEventBus(redis, log);
+    sharedCounters = createRedisCounters(redis.client);
     throttle = new FallbackLoginThrottle(
-      new RedisLoginThrottle(redisBus.client),
+      new RedisLoginThrottle(redis.client),
       new MemoryLoginThrottle(),
       log,
     );
@@ -217,6 +220,8 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       await changeFeed.stop();
       await bus.close();
       await throttle.close();
+      // After everything that borrows them.
+      await redis?.close();
       await logStore.close();
       await configStore.close();
     })();

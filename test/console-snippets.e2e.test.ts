@@ -5,12 +5,12 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConsoleBuilt, findChromium, launchBrowser } from './helpers/browser.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
+import { freePort } from './helpers/process.js';
 
 const chromium = findChromium();
 // Never skipped: without Chromium this fails, as the README's test section says (apt-get install chromium).
@@ -19,17 +19,6 @@ if (!chromium)
 
 // Inside the repository, so `import OpenAI from 'openai'` resolves as it would in a user's project.
 const DIR = join(import.meta.dirname, '..', 'test-results', 'snippets');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
 
 function run(cmd: string, args: string[], env: Record<string, string>) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

@@ -7,7 +7,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, revokeKey } from '../src/keys/actions.js';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { ensureConsoleBuilt, findChromium, launchBrowser } from './helpers/browser.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { makeLogRow } from './helpers/log-rows.js';

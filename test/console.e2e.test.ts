@@ -4,9 +4,7 @@
  * watch the SDK get refused. keyrelay runs as its CLI does (`serve` in a child process) against fake
  * upstreams. Screenshots of every page at 1280 and 390 px go to test-results/screenshots/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -23,24 +21,13 @@ import {
 } from './fakes/index.js';
 import type { FakeUpstream } from './fakes/index.js';
 import { ensureConsoleBuilt, findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
+import { freePort, startServeProcess, stopServeProcess, type ServeProcess } from './helpers/process.js';
 
 const EMAIL = 'ada@example.com';
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'a different long passphrase';
 const OPENAI_MODEL = 'gpt-4o-mini';
 const ANTHROPIC_MODEL = 'claude-3-5-haiku-latest';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor<T>(
   what: string,
@@ -63,53 +50,6 @@ async function waitFor<T>(
   );
 }
 
-interface Keyrelay {
-  url: string;
-  output: () => string;
-  stop: () => Promise<void>;
-}
-
-/** `keyrelay serve` as a user runs it, on a fresh data dir. */
-async function startKeyrelay(env: Record<string, string>): Promise<Keyrelay> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  let output = '';
-  const proc: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: join(import.meta.dirname, '..'),
-    env: {
-      ...process.env,
-      KEYRELAY_HOST: '127.0.0.1',
-      KEYRELAY_PORT: String(port),
-      KEYRELAY_LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  proc.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  proc.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  try {
-    await waitFor('keyrelay to answer /healthz', async () => {
-      if (proc.exitCode !== null) throw new Error(`keyrelay exited (${proc.exitCode}): ${output}`);
-      const res = await fetch(`${url}/healthz`);
-      return res.ok;
-    });
-  } catch (e) {
-    proc.kill('SIGKILL');
-    throw e;
-  }
-  return {
-    url,
-    output: () => output,
-    async stop() {
-      if (proc.exitCode === null) proc.kill('SIGTERM');
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
 function expectedCost(
   provider: 'openai' | 'anthropic',
   model: string,
@@ -123,7 +63,7 @@ function expectedCost(
   return price.total_price;
 }
 
-// SPEC §5: input_tokens counts every prompt token, cache reads and writes included.
+// input_tokens counts every prompt token, cache reads and writes included.
 const EXPECTED = {
   openai: {
     input: DEFAULT_OPENAI_USAGE.prompt_tokens,
@@ -154,7 +94,7 @@ if (!chromium) throw new Error('console.e2e: /usr/bin/chromium is missing (apt-g
 describe('web console, as a new user uses it', () => {
   let openaiFake: FakeUpstream;
   let anthropicFake: FakeUpstream;
-  let kr: Keyrelay;
+  let kr: ServeProcess | undefined;
   let dataDir: string;
   let browser: Browser;
   let context: BrowserContext;
@@ -184,7 +124,10 @@ describe('web console, as a new user uses it', () => {
     openaiFake = await startFakeOpenAI();
     anthropicFake = await startFakeAnthropic();
     dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-e2e-'));
-    kr = await startKeyrelay({
+    // `keyrelay serve` as a user runs it, on a fresh data dir.
+    kr = await startServeProcess({
+      KEYRELAY_HOST: '127.0.0.1',
+      KEYRELAY_PORT: String(await freePort()),
       KEYRELAY_DATA_DIR: dataDir,
       KEYRELAY_OPENAI_UPSTREAM: openaiFake.url,
       KEYRELAY_ANTHROPIC_UPSTREAM: anthropicFake.url,
@@ -203,7 +146,7 @@ describe('web console, as a new user uses it', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await kr?.stop();
+    if (kr) await stopServeProcess(kr);
     await openaiFake?.close();
     await anthropicFake?.close();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -609,6 +552,6 @@ describe('web console, as a new user uses it', () => {
   });
 
   it('loads without script or CSP errors', () => {
-    expect(pageErrors, kr.output()).toEqual([]);
+    expect(pageErrors, kr?.output()).toEqual([]);
   });
 });

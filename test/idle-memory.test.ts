@@ -1,5 +1,5 @@
 /**
- * `keyrelay serve` gives memory back once traffic stops (src/memory.ts): 30 s after a burst its old
+ * `keyrelay serve` gives memory back once traffic stops (src/cli/memory.ts): 30 s after a burst its old
  * generation is collected and its young generation shrunk (by V8 itself where it does so, else by one
  * collection of keyrelay's), and no collection of keyrelay's runs before that.
  * Read from the process's own /metrics and debug log, as an operator would.

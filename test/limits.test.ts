@@ -1,5 +1,5 @@
 /**
- * Per-key controls through the real proxy (SPEC §2/§3): allowed providers and models (403
+ * Per-key controls through the real proxy (docs/limits.md): allowed providers and models (403
  * `proxy_key_forbidden`), requests per minute (429 `proxy_rate_limited`) and a spend budget (429
  * `proxy_budget_exceeded`), each with `retry-after` where it applies, in the route's provider shape; a
  * changed limit applies to the next request; with Redis the rate limit is shared by two instances.

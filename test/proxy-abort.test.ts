@@ -1,5 +1,5 @@
 /**
- * SPEC §2, ends of a stream: a caller that goes away cancels the upstream request at once (also before the
+ * Ends of a stream: a caller that goes away cancels the upstream request at once (also before the
  * first byte); an upstream that drops or stalls ends the caller's response abnormally, never with a clean
  * end; an upstream redirect is handed back as it is, never followed.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC §2: responses stream back with backpressure. A caller that stops reading a large stream must stall
+ * Responses stream back with backpressure. A caller that stops reading a large stream must stall
  * the upstream's writes instead of making keyrelay buffer the body; once it reads again, every byte arrives.
  */
 import { connect } from 'node:net';

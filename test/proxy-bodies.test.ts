@@ -1,5 +1,5 @@
 /**
- * SPEC §2: request bodies are forwarded as received (no re-serialisation, binary-safe), any method, with
+ * Request bodies are forwarded as received (no re-serialisation, binary-safe), any method, with
  * path and query string kept exactly.
  */
 import { randomBytes } from 'node:crypto';

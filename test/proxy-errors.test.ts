@@ -1,5 +1,5 @@
 /**
- * SPEC §2 "Errors keyrelay itself returns": each applicable code, with its status, in the route's provider
+ * keyrelay's own errors (PROXY_ERRORS in src/errors.ts): each applicable code, with its status, in the route's provider
  * shape, with `x-keyrelay-error` and `x-keyrelay-request-id`; refusals never reach the upstream.
  */
 import { connect, createServer, type AddressInfo } from 'node:net';
@@ -51,7 +51,7 @@ async function call(
   return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
 }
 
-/** The body and headers SPEC §2 prescribes for keyrelay's own error `code` on a `provider` route. */
+/** The body and headers keyrelay sends for keyrelay's own error `code` on a `provider` route. */
 function expectError(res: Answer, provider: Provider, status: number, code: string): void {
   expect(res.status).toBe(status);
   expect(res.headers['x-keyrelay-error']).toBe(code);

@@ -1,5 +1,5 @@
 /**
- * SPEC §2, headers in both directions: what keyrelay consumes or drops, and what crosses byte-for-byte
+ * Headers in both directions: what keyrelay consumes or drops, and what crosses byte-for-byte
  * (raw name case, value and order). Requests go out on raw sockets because undici will not send hop-by-hop
  * headers, and the caller's view is read raw so the exact response header lines can be checked.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC §2: the upstream origin is configuration, never derived from the request. Every target that could
+ * The upstream origin is configuration, never derived from the request. Every target that could
  * steer keyrelay elsewhere is refused with 400 `proxy_bad_request` in the route's provider shape, before
  * anything is sent: neither a decoy named in the attack nor the configured (recording) upstream sees a thing.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC §2, responses: bodies stream back byte-for-byte and unbuffered, events reach the caller as soon as
+ * Responses: bodies stream back byte-for-byte and unbuffered, events reach the caller as soon as
  * upstream sends them, compressed bodies pass as sent, and the one documented rewrite (OpenAI stream usage)
  * leaves the caller with exactly the bytes it would have got directly.
  */

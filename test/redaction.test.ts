@@ -5,7 +5,7 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
 let h: Harness;

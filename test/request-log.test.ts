@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { calcPrice } from '@pydantic/genai-prices';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
 let h: Harness;

@@ -1,5 +1,5 @@
 /**
- * SPEC §5a accounting on real sockets: the official `openai` package's Realtime and Responses WebSocket
+ * WebSocket accounting on real sockets: the official `openai` package's Realtime and Responses WebSocket
  * clients get the same events through keyrelay as directly (compared by hash, both directions), and each
  * model response on a socket is one log row with its usage, audio tokens, cost (computed here from the
  * price library), latency, time to first delta, bodies (audio elided) and the socket's connection_id; the
@@ -13,7 +13,7 @@ import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { ResponsesWS } from 'openai/resources/responses/ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REALTIME_USAGE, DEFAULT_RESPONSES_USAGE, FAKE_AUDIO } from './fakes/index.js';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
 let h: Harness;

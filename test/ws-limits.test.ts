@@ -1,5 +1,5 @@
 /**
- * Per-key controls on an open socket (SPEC §5a): every response.create counts for the rate limit and is
+ * Per-key controls on an open socket (docs/limits.md, docs/websockets.md): every response.create counts for the rate limit and is
  * checked against the budget and the model list; a refused one gets an `error` event in the protocol's
  * shape (the socket stays open) and a `refused` row. Revoking or rolling the key closes its sockets with
  * 1008 and keyrelay's code; shutdown gives sockets the drain timeout, then 1001, and flushes their rows.
@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey, rollKey, setKeyLimits } from '../src/keys/actions.js';
 import type { KeyLimits } from '../src/store/types.js';
-import type { RequestLogRow } from '../src/log/record.js';
+import type { RequestLogRow } from '../src/types.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
 

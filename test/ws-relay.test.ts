@@ -1,5 +1,5 @@
 /**
- * SPEC §5a, the relay: WebSockets through keyrelay on real sockets against the fake OpenAI upstream's
+ * The relay: WebSockets through keyrelay on real sockets against the fake OpenAI upstream's
  * WebSocket side. Handshake (key in header or subprotocol, header hygiene, path byte-exact), messages of
  * every kind both ways, ping/pong, close codes both ways, drops on either side.
  */
@@ -39,7 +39,7 @@ async function until(pred: () => boolean, timeoutMs = 3000): Promise<void> {
 }
 
 describe('handshake', () => {
-  it('relays to the same path and query, byte for byte, with SPEC §2 header hygiene', async () => {
+  it('relays to the same path and query, byte for byte, with the same header hygiene as HTTP', async () => {
     const path = "/api/proxy/openai/v1/realtime?model=gpt-realtime&x='q'&y=%7Bz%7D";
     const c = await mustOpen(
       openWs(wsUrl(h.url, '/'), {
@@ -70,7 +70,7 @@ describe('handshake', () => {
       expect(names).not.toContain(gone);
     expect(up.headers.host).toBe(`127.0.0.1:${h.openai.port}`);
     expect(c.upgradeHeaders['x-keyrelay-connection-id']).toMatch(/^[0-9A-Za-z]+$/);
-    // Upstream's own 101 headers reach the caller, minus set-cookie (SPEC §2's response rule).
+    // Upstream's own 101 headers reach the caller, minus set-cookie (as on the HTTP path).
     expect(c.upgradeHeaders['x-request-id']).toBe('req_fake_ws');
     expect(c.upgradeHeaders['set-cookie']).toBeUndefined();
     c.ws.close();

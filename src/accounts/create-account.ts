@@ -1,5 +1,5 @@
-/** Creates an account and its `default` key; the full key is returned once (SPEC §3). */
-import { ApiError } from '../errors.js';
+/** Creates an account and its `default` key; the full key is returned once and never again (only its hash is kept). */
+import { consoleError } from '../console-api/errors.js';
 import { newId } from '../ids.js';
 import { createKey, type CreatedKey, type KeyDeps } from '../keys/actions.js';
 import type { Account } from '../store/types.js';
@@ -24,10 +24,9 @@ export const DEFAULT_KEY_MARKER = (accountId: string) => `default_key_issued:${a
 /** The normalised email, or 400 for a bad address or a weak password (answers that depend on the input only). */
 export function checkSignupInput(input: { email: string; password: string }): string {
   const email = normalizeEmail(input.email);
-  if (!EMAIL.test(email) || email.length > 254)
-    throw new ApiError(400, 'invalid_email', 'Enter a valid email address.');
+  if (!EMAIL.test(email) || email.length > 254) throw consoleError('invalid_email');
   const problem = validatePassword(input.password);
-  if (problem) throw new ApiError(400, 'weak_password', problem);
+  if (problem) throw consoleError('weak_password', problem);
   return email;
 }
 
@@ -35,7 +34,7 @@ export function checkSignupInput(input: { email: string; password: string }): st
 export async function claimBootstrap(deps: KeyDeps, id: string): Promise<void> {
   // Claimed only after validation, so a typo does not burn the bootstrap.
   if ((await deps.store.ensureSecret(FIRST_ACCOUNT_MARKER, id)) !== id) {
-    throw new ApiError(403, 'signup_closed', 'Sign-up is by invitation only.');
+    throw consoleError('signup_closed', 'Sign-up is by invitation only.');
   }
 }
 
@@ -49,7 +48,7 @@ export async function createAccount(
   const id = newId();
   if (opts.onlyIfFirst) await claimBootstrap(deps, id);
   if (await deps.store.getAccountByEmail(email)) {
-    throw new ApiError(409, 'email_taken', 'An account with this email already exists.');
+    throw consoleError('email_taken');
   }
   const account = await deps.store.createAccount({
     id,

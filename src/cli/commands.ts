@@ -8,8 +8,9 @@ import { createKey, revokeKey, setKeyLimits, toKeyView } from '../keys/actions.j
 import { LocalKeyEventBus, type KeyEventBus } from '../keys/events.js';
 import { hashKey, isWellFormedKey } from '../keys/format.js';
 import { createMetrics } from '../metrics.js';
+import { InvalidFilterError } from '../store/errors.js';
 import { openStores } from '../store/factory.js';
-import type { Provider } from '../log/record.js';
+import type { Provider } from '../types.js';
 import type { ConfigStore, KeyLimits, KeyView, LogStore } from '../store/types.js';
 
 export interface CommandArgs {
@@ -108,10 +109,11 @@ async function withStores(
   const { configStore, logStore } = await openStores(config);
   // With Redis, a CLI revocation reaches running instances at once, like one made in the console.
   const quiet = { warn: () => {}, info: () => {} };
-  const bus = config.redisUrl
-    ? await (
-        await import('../keys/redis-bus.js')
-      ).createRedisKeyEventBus(config.redisUrl, createMetrics(), quiet)
+  const redis = config.redisUrl
+    ? await (await import('../redis.js')).openRedis(config.redisUrl, createMetrics())
+    : null;
+  const bus = redis
+    ? await (await import('../keys/redis-bus.js')).createRedisKeyEventBus(redis, quiet)
     : new LocalKeyEventBus();
   try {
     await fn({ configStore, logStore, bus });
@@ -120,9 +122,11 @@ async function withStores(
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`keyrelay: ${inFlagTerms(message)}\n`);
     // A value the key actions refuse (400) was given on the command line: a usage error, like a bad flag.
-    return err instanceof UsageError || (err instanceof ApiError && err.status === 400) ? 2 : 1;
+    const refusedInput = (err instanceof ApiError && err.status === 400) || err instanceof InvalidFilterError;
+    return err instanceof UsageError || refusedInput ? 2 : 1;
   } finally {
     await bus.close();
+    await redis?.close();
     await logStore.close();
     await configStore.close();
   }

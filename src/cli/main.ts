@@ -1,5 +1,5 @@
 /**
- * The keyrelay command (SPEC §4). Acts on the configured database with the same environment as the server;
+ * The keyrelay command (README, "The CLI"). Acts on the configured database with the same environment as the server;
  * flags override variables (`--port 9000` = KEYRELAY_PORT=9000). `--json` prints one JSON document.
  * Exit status: 0 done, 1 failed, 2 the command line was wrong (usage errors always print where to get help).
  */

@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { isPretty } from '../logger.js';
-import { startIdleReclaim } from '../memory.js';
+import { startIdleReclaim } from './memory.js';
 import { startServer } from '../server.js';
 
 export async function serve(config: Readonly<Config>): Promise<number> {

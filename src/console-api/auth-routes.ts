@@ -6,7 +6,7 @@ import { dummyHash, hashPassword, validatePassword, verifyPassword } from '../ac
 import { deleteSession, deleteSessionsForAccount } from '../accounts/sessions.js';
 import { issueFirstKey, signUp, takeSignupNotices } from '../accounts/sign-up.js';
 import type { ThrottleSubject } from '../accounts/throttle.js';
-import { ApiError } from '../errors.js';
+import { consoleError } from './errors.js';
 import { accountView, requireAccount, secureCookies, startSession } from './auth.js';
 import type { ConsoleContext } from './context.js';
 import { createdKeyView } from './key-routes.js';
@@ -20,17 +20,12 @@ const passwordChange = z.object({
 });
 
 /** One answer for unknown email and wrong password: nothing to tell the two apart. */
-const invalidCredentials = () => new ApiError(401, 'invalid_credentials', 'Email or password is incorrect.');
+const invalidCredentials = () => consoleError('invalid_credentials');
 
 async function attemptOrRefuse(ctx: ConsoleContext, subject: ThrottleSubject): Promise<string> {
   const attempt = await ctx.throttle.attempt(subject);
   if (!attempt.allowed) {
-    throw new ApiError(
-      429,
-      'too_many_attempts',
-      'Too many attempts. Try again later.',
-      attempt.retryAfterSeconds,
-    );
+    throw consoleError('too_many_attempts', undefined, attempt.retryAfterSeconds);
   }
   return attempt.attemptId;
 }
@@ -38,7 +33,7 @@ async function attemptOrRefuse(ctx: ConsoleContext, subject: ThrottleSubject): P
 export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.post('/signup', async (request, reply) => {
     // "invite": only the very first account may sign up (bootstrap); everyone else via the CLI.
-    if (ctx.config.signup === 'closed') throw new ApiError(403, 'signup_closed', 'Sign-up is closed.');
+    if (ctx.config.signup === 'closed') throw consoleError('signup_closed');
     const body = parseInput(credentials, request.body);
     // The same 202, in the same time, whether or not the address has an account: nothing to enumerate.
     // Counted per IP and per address (its own window: a sign-up must not lock the account's logins), never
@@ -80,13 +75,13 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     const account = await requireAccount(ctx, request, reply);
     const body = parseInput(passwordChange, request.body);
     const problem = validatePassword(body.new_password);
-    if (problem) throw new ApiError(400, 'weak_password', problem);
+    if (problem) throw consoleError('weak_password', problem);
     // Guessing the current password from a stolen session is throttled like a login.
     const subject = { email: account.email, ip: request.ip };
     const attemptId = await attemptOrRefuse(ctx, subject);
     const full = await ctx.configStore.getAccountById(account.id);
     if (!full || !(await verifyPassword(body.current_password, full.password_hash))) {
-      throw new ApiError(400, 'wrong_password', 'Current password is incorrect.');
+      throw consoleError('wrong_password');
     }
     await ctx.throttle.recordSuccess(subject, attemptId);
     await ctx.configStore.setPassword(account.id, await hashPassword(body.new_password));

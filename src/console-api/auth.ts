@@ -1,7 +1,7 @@
 /** Session handling for route handlers: who is calling, and starting a session on a reply. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createSession, deleteSession, getSession } from '../accounts/sessions.js';
-import { ApiError } from '../errors.js';
+import { consoleError } from './errors.js';
 import type { Account } from '../store/types.js';
 import type { ConsoleContext } from './context.js';
 import { clearSessionCookie, readSessionToken, setSessionCookie } from './session-cookie.js';
@@ -25,7 +25,7 @@ export async function requireAccount(
   const account = session ? await ctx.configStore.getAccountById(session.account_id) : null;
   if (!account) {
     if (token !== undefined) clearSessionCookie(reply, secureCookies(ctx, request));
-    throw new ApiError(401, 'not_authenticated', 'Log in to continue.');
+    throw consoleError('not_authenticated');
   }
   return accountView(account);
 }

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { dummyHash } from '../accounts/password.js';
-import { ApiError } from '../errors.js';
+import { consoleError } from './errors.js';
 import { registerAuthRoutes } from './auth-routes.js';
 import { buildContext, type ConsoleDeps } from './context.js';
 import { handleConsoleError } from './error-handler.js';
@@ -42,7 +42,7 @@ export async function registerConsoleApi(app: FastifyInstance, deps: ConsoleDeps
       scope.addHook('onRequest', noStore);
       scope.addHook('onRequest', refuseCrossSite(deps.config));
       scope.setErrorHandler(handleConsoleError);
-      const notFound = () => Promise.reject(new ApiError(404, 'not_found', 'No such endpoint.'));
+      const notFound = () => Promise.reject(consoleError('not_found'));
       scope.setNotFoundHandler(notFound);
 
       registerInfoRoute(scope, ctx);

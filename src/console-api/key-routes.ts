@@ -1,7 +1,7 @@
 /** Keys of the calling account: list, create, rename, set limits, roll, revoke. Foreign ids answer 404. */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { ApiError } from '../errors.js';
+import { consoleError } from './errors.js';
 import {
   checkKeyName,
   createKey,
@@ -70,7 +70,7 @@ export function registerKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     const account = await requireAccount(ctx, request, reply);
     const body = parseInput(createBody, request.body);
     if (body.expires_at && Date.parse(body.expires_at) <= ctx.now().getTime()) {
-      throw new ApiError(400, 'invalid_expiry', 'expires_at must be in the future.');
+      throw consoleError('invalid_expiry');
     }
     const created = await createKey(ctx.keys, {
       accountId: account.id,
@@ -86,7 +86,7 @@ export function registerKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     const { id } = parseInput(idParam, request.params);
     const body = parseInput(patchBody, request.body);
     const limits = limitsOf(body);
-    if (body.name === undefined && !limits) throw new ApiError(400, 'invalid_request', 'Nothing to change.');
+    if (body.name === undefined && !limits) throw consoleError('invalid_request', 'Nothing to change.');
     // The name is checked before anything is written, so a bad one never leaves the limits half-applied.
     if (body.name !== undefined) checkKeyName(body.name);
     let key = limits ? await setKeyLimits(ctx.keys, account.id, id, limits) : null;

@@ -1,7 +1,7 @@
 /** Request log and usage of the calling account, straight from the LogStore's query methods. */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { ApiError } from '../errors.js';
+import { consoleError } from './errors.js';
 import type { RequestFilter } from '../store/types.js';
 import { requireAccount } from './auth.js';
 import type { ConsoleContext } from './context.js';
@@ -71,8 +71,7 @@ function usageFilter(
 ): RequestFilter & { from: string; to: string } {
   const to = q.to ?? ctx.now().toISOString();
   const from = q.from ?? new Date(Date.parse(to) - DAY_MS).toISOString();
-  if (Date.parse(from) >= Date.parse(to))
-    throw new ApiError(400, 'invalid_range', '`from` must be before `to`.');
+  if (Date.parse(from) >= Date.parse(to)) throw consoleError('invalid_range');
   return { ...toFilter(accountId, q), from, to };
 }
 
@@ -96,7 +95,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     const account = await requireAccount(ctx, request, reply);
     const { id } = parseInput(idParam, request.params);
     const row = await ctx.logStore.getRequest(account.id, id);
-    if (!row) throw new ApiError(404, 'request_not_found', 'No such request.');
+    if (!row) throw consoleError('request_not_found');
     return { request: row };
   });
 
@@ -105,7 +104,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     const q = parseInput(seriesQuery, request.query);
     const filter = usageFilter(ctx, account.id, q);
     if ((Date.parse(filter.to) - Date.parse(filter.from)) / BUCKET_MS[q.bucket] > MAX_BUCKETS) {
-      throw new ApiError(400, 'range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
+      throw consoleError('range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
     }
     return { points: await ctx.logStore.usageSeries(filter, q.bucket) };
   });

@@ -1,13 +1,13 @@
-/** Input validation with zod; every failure becomes a 400 ApiError naming the offending field. */
+/** Input validation with zod; every failure becomes a 400 invalid_request naming the offending field. */
 import { z } from 'zod';
-import { ApiError } from '../errors.js';
+import { consoleError } from './errors.js';
 
 export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
   const r = schema.safeParse(input ?? {});
   if (r.success) return r.data;
   const issue = r.error.issues[0];
   const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-  throw new ApiError(400, 'invalid_request', `${where}${issue?.message ?? 'invalid input'}`);
+  throw consoleError('invalid_request', `${where}${issue?.message ?? 'invalid input'}`);
 }
 
 /** ISO-8601 (or anything Date.parse reads) normalised to ISO UTC. */

@@ -5,7 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.js';
-import { ApiError } from '../errors.js';
+import { consoleError } from './errors.js';
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
@@ -64,18 +64,18 @@ export function refuseCrossSite(config: Pick<Config, 'publicUrl'>): onRequestHoo
   return (request, _reply, done) => {
     if (!UNSAFE_METHODS.has(request.method)) return done();
     if (request.headers['sec-fetch-site'] === 'cross-site') {
-      return done(new ApiError(403, 'cross_site', 'Cross-site request refused.'));
+      return done(consoleError('cross_site'));
     }
     const origin = request.headers.origin;
     if (origin !== undefined) {
       const own = originOf(`${request.protocol}://${request.host}`);
       const given = originOf(origin);
       if (given === null || (given !== own && given !== publicOrigin)) {
-        return done(new ApiError(403, 'cross_site', 'Cross-site request refused.'));
+        return done(consoleError('cross_site'));
       }
     }
     if (!JSON_TYPE.test(request.headers['content-type'] ?? '')) {
-      return done(new ApiError(415, 'unsupported_media_type', 'Send the body as application/json.'));
+      return done(consoleError('unsupported_media_type'));
     }
     done();
   };

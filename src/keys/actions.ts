@@ -2,7 +2,7 @@
  * Key domain actions shared by the CLI and the console API. Every change that can make a key stop working
  * is published on the key event bus so every instance's verification cache drops it.
  */
-import { ApiError } from '../errors.js';
+import { consoleError } from '../console-api/errors.js';
 import { newId } from '../ids.js';
 import type { ConfigStore, KeyLimits, KeyRecord, KeyStatus, KeyView } from '../store/types.js';
 import type { KeyEventBus } from './events.js';
@@ -30,8 +30,7 @@ export function toKeyView(k: KeyRecord, now = new Date()): KeyView {
 /** The name as stored (trimmed), or 400 invalid_name. */
 export function checkKeyName(name: string): string {
   const trimmed = name.trim();
-  if (!trimmed || trimmed.length > 100)
-    throw new ApiError(400, 'invalid_name', 'Key name must be 1–100 characters.');
+  if (!trimmed || trimmed.length > 100) throw consoleError('invalid_name');
   return trimmed;
 }
 
@@ -65,7 +64,7 @@ async function ownedKey(deps: KeyDeps, accountId: string | null, keyId: string):
   const k = await deps.store.getKey(keyId);
   // Another account's key answers exactly like a missing one.
   if (!k || (accountId !== null && k.account_id !== accountId)) {
-    throw new ApiError(404, 'key_not_found', 'No such key.');
+    throw consoleError('key_not_found');
   }
   return k;
 }
@@ -75,7 +74,7 @@ export async function revokeKey(deps: KeyDeps, accountId: string | null, keyId: 
   await ownedKey(deps, accountId, keyId);
   const now = deps.now?.() ?? new Date();
   const rec = await deps.store.revokeKey(keyId, now.toISOString());
-  if (!rec) throw new ApiError(404, 'key_not_found', 'No such key.');
+  if (!rec) throw consoleError('key_not_found');
   await deps.bus.publish({ type: 'key_changed', key_id: keyId });
   return toKeyView(rec, now);
 }
@@ -99,12 +98,11 @@ export async function rollKey(
   graceSeconds: number,
 ): Promise<{ created: CreatedKey; old: KeyView }> {
   if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_ROLL_GRACE_SECONDS) {
-    throw new ApiError(400, 'invalid_grace', 'Grace period must be 0–86400 seconds.');
+    throw consoleError('invalid_grace');
   }
   const old = await ownedKey(deps, accountId, keyId);
   const now = deps.now?.() ?? new Date();
-  if (keyStatus(old, now) !== 'active')
-    throw new ApiError(409, 'key_not_active', 'Only an active key can be rolled.');
+  if (keyStatus(old, now) !== 'active') throw consoleError('key_not_active');
   // The new key inherits the old one's limits: rolling must never lift them.
   const { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period } = old;
   const limits = { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period };
@@ -129,7 +127,7 @@ export async function setKeyLimits(
 ): Promise<KeyView> {
   const old = await ownedKey(deps, accountId, keyId);
   const rec = await deps.store.setKeyLimits(keyId, mergeKeyLimits(old, patch));
-  if (!rec) throw new ApiError(404, 'key_not_found', 'No such key.');
+  if (!rec) throw consoleError('key_not_found');
   await deps.bus.publish({ type: 'key_changed', key_id: keyId });
   return toKeyView(rec, deps.now?.());
 }

@@ -2,7 +2,7 @@
  * Which provider and model a key may use. Model patterns are compiled once per allow-list array: a changed
  * key arrives as a new KeyRecord (new array), so the WeakMap never serves a stale list.
  */
-import type { Provider } from '../log/record.js';
+import type { Provider } from '../types.js';
 import type { KeyLimits } from '../store/types.js';
 
 export const MAX_MODEL_PATTERNS = 50;

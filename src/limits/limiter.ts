@@ -10,7 +10,7 @@
  * A sync that fails (Redis down) keeps its counts for the next one; meanwhile enforcement is per instance.
  */
 import { ProxyError } from '../errors.js';
-import type { Provider, RequestLogRow } from '../log/record.js';
+import type { Provider, RequestLogRow } from '../types.js';
 import type { KeyRecord, LogStore } from '../store/types.js';
 import { isRequestAllowed } from './access.js';
 import { RateCounters } from './rate.js';

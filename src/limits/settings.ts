@@ -3,7 +3,7 @@
  * (400 `invalid_limits`, the message naming the field).
  */
 import { ApiError } from '../errors.js';
-import type { Provider } from '../log/record.js';
+import type { Provider } from '../types.js';
 import type { BudgetPeriod, KeyLimits } from '../store/types.js';
 import { isValidModelPattern, MAX_MODEL_PATTERNS } from './access.js';
 

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeLogRow } from '../../test/helpers/log-rows.js';
 import { createMetrics } from '../metrics.js';
 import { SqliteLogStore } from '../store/sqlite/log-store.js';
-import type { RequestLogRow } from './record.js';
+import type { RequestLogRow } from '../types.js';
 import { LogQueue } from './queue.js';
 
 let dir: string;

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
 import type { LogStore } from '../store/types.js';
-import type { RequestLogRow } from './record.js';
+import type { RequestLogRow } from '../types.js';
 
 export interface LogQueueOptions {
   batchSize: number;

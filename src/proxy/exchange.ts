@@ -3,7 +3,7 @@
  * handle.ts so the hot path reads as steps, and the row's ~40 fields live in one place.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Outcome, Provider, RequestLogRow } from '../log/record.js';
+import type { Outcome, Provider, RequestLogRow } from '../types.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
 import { providerCredential, redactHeaders } from './headers.js';

@@ -15,7 +15,7 @@ import { newId } from '../ids.js';
 import type { LastUsedTracker } from '../keys/last-used.js';
 import type { KeyVerifier } from '../keys/verify.js';
 import type { Limits } from '../limits/limiter.js';
-import type { RequestLogRow } from '../log/record.js';
+import type { RequestLogRow } from '../types.js';
 import { observeRow, type Metrics } from '../metrics.js';
 import {
   createResponseTap,

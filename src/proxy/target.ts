@@ -6,7 +6,7 @@
  * https://www.rfc-editor.org/rfc/rfc3986#section-5.2.4 describes the dot-segment removal we refuse to
  * leave to whoever parses the URL next.
  */
-import type { Provider } from '../log/record.js';
+import type { Provider } from '../types.js';
 
 export const PROXY_PREFIX = '/api/proxy/';
 

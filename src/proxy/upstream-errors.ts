@@ -1,6 +1,6 @@
 /** Maps undici's failure codes to keyrelay's errors and log outcomes. */
 import { ProxyError } from '../errors.js';
-import type { Outcome } from '../log/record.js';
+import type { Outcome } from '../types.js';
 
 export interface UpstreamFailure {
   error: ProxyError;

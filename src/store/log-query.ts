@@ -2,8 +2,8 @@
  * What both log stores share: the column list, the filter → WHERE translation, the opaque cursor and the
  * percentile definition (PostgreSQL's percentile_cont, so both backends report the same numbers).
  */
-import { ApiError } from '../errors.js';
-import type { RequestLogRow } from '../log/record.js';
+import type { RequestLogRow } from '../types.js';
+import { InvalidFilterError } from './errors.js';
 import type { RequestFilter, UsageBreakdownRow, UsagePoint } from './types.js';
 
 export const LOG_COLUMNS = [
@@ -106,7 +106,7 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
 
 function toFilterTime(value: string): string {
   const t = Date.parse(value);
-  if (Number.isNaN(t)) throw new ApiError(400, 'invalid_time', `Not an ISO-8601 time: ${value}`);
+  if (Number.isNaN(t)) throw new InvalidFilterError('invalid_time', `Not an ISO-8601 time: ${value}`);
   return new Date(t).toISOString();
 }
 
@@ -117,7 +117,7 @@ export function encodeCursor(lastId: string): string {
 
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9A-Za-z]{1,64}$/.test(id)) throw new ApiError(400, 'invalid_cursor', 'Invalid cursor.');
+  if (!/^[0-9A-Za-z]{1,64}$/.test(id)) throw new InvalidFilterError('invalid_cursor', 'Invalid cursor.');
   return id;
 }
 

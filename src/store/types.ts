@@ -3,7 +3,7 @@
  * high-volume log store. Each has a SQLite and a PostgreSQL implementation; only src/store/factory.ts
  * imports a concrete one. test/store-contract.test.ts runs every method on both.
  */
-import type { Outcome, Provider, RequestLogRow } from '../log/record.js';
+import type { Outcome, Provider, RequestLogRow } from '../types.js';
 
 export interface Account {
   id: string;

@@ -3,7 +3,12 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { createResponseTap } from './response-tap.js';
 import { parseRequestInfo } from './request-info.js';
-import { anthropicStream, DELTAS, openAIChatStream, openAIResponsesStream } from './test-streams.js';
+import {
+  anthropicStream,
+  DELTAS,
+  openAIChatStream,
+  openAIResponsesStream,
+} from '../../test/helpers/test-streams.js';
 import type { RequestInfo, Usage } from './types.js';
 
 /** `zstd -3` of anthropicStream() written to a file (so the frame records its size) (Node 20's zlib cannot compress zstd). */

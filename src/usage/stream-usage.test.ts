@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseRequestInfo } from './request-info.js';
 import { createUsageStripper, injectStreamUsage } from './stream-usage.js';
-import { openAIChatStream } from './test-streams.js';
+import { openAIChatStream } from '../../test/helpers/test-streams.js';
 
 function info(body: unknown, path = '/v1/chat/completions', provider: 'openai' | 'anthropic' = 'openai') {
   const raw = Buffer.from(JSON.stringify(body));

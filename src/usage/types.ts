@@ -1,5 +1,5 @@
 /** What the proxy hands the usage layer, and what it gets back. Implemented in src/usage/. */
-import type { Provider, UsageSource } from '../log/record.js';
+import type { Provider, UsageSource } from '../types.js';
 
 export interface Usage {
   input_tokens: number | null; // all prompt tokens, cache reads and writes included

@@ -1,7 +1,7 @@
 /** LogStore half of the store contract (registered by test/store-contract.test.ts for each backend). */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import type { RequestLogRow } from '../../src/log/record.js';
+import type { RequestLogRow } from '../../src/types.js';
 import type { LogStore, RequestFilter, RequestSummary } from '../../src/store/types.js';
 import { makeLogRow, toSummary } from './log-rows.js';
 
@@ -239,9 +239,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
     it('refuses a cursor it did not issue', async () => {
       await expect(
         log.listRequests({ account_id: acct }, { limit: 5, cursor: '!!not-a-cursor' }),
-      ).rejects.toMatchObject({
-        code: 'invalid_cursor',
-      });
+      ).rejects.toMatchObject({ name: 'InvalidFilterError', code: 'invalid_cursor' });
     });
 
     it('listRecent returns the newest rows across accounts, or of one account', async () => {

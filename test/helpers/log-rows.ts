@@ -1,5 +1,5 @@
 import { newId } from '../../src/ids.js';
-import type { RequestLogRow } from '../../src/log/record.js';
+import type { RequestLogRow } from '../../src/types.js';
 
 /** A complete, realistic log row; every field can be overridden. */
 export function makeLogRow(over: Partial<RequestLogRow> & { at?: number } = {}): RequestLogRow {

@@ -1,6 +1,7 @@
 /** Runs the keyrelay CLI as a child process (from source, through tsx), as an operator would. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -85,4 +86,27 @@ export async function startServeProcess(
     void exited.then((code) => reject(new Error(`keyrelay exited (${code}) before listening:\n${out}`)));
   });
   return { child, url, output: () => out, exited };
+}
+
+/** SIGTERM, as an operator stops it; SIGKILL if it has not exited after 10 s. */
+export async function stopServeProcess(p: ServeProcess): Promise<void> {
+  if (p.child.exitCode === null) p.child.kill('SIGTERM');
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+  await p.exited;
+  clearTimeout(timer);
+}
+
+/**
+ * A port that was free a moment ago. For a server that must know its own address up front (the console's
+ * quickstart shows public_url, which port 0 cannot give).
+ */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
 }

@@ -4,7 +4,7 @@
  * CSRF check (content-type + Origin) passes.
  */
 import type { SignupNotice } from '../../src/accounts/sign-up.js';
-import type { Provider, Outcome, RequestLogRow } from '../../src/log/record.js';
+import type { Provider, Outcome, RequestLogRow } from '../../src/types.js';
 import type {
   Account,
   KeyLimits,

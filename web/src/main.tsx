@@ -3,7 +3,18 @@ import { createRoot } from 'react-dom/client';
 import { App } from './app.js';
 import './styles/base.css';
 import './styles/layout.css';
-import './styles/components.css';
+// By area, in cascade order: later files may override earlier ones (narrow.css overrides the tables).
+import './styles/controls.css';
+import './styles/tables.css';
+import './styles/auth.css';
+import './styles/widgets.css';
+import './styles/request-detail.css';
+import './styles/usage.css';
+import './styles/limits.css';
+import './styles/narrow.css';
+import './styles/date-range.css';
+import './styles/bodies.css';
+import './styles/notices.css';
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

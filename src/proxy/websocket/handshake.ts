@@ -5,7 +5,7 @@
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ProxyError, renderProxyError } from '../../errors.js';
-import type { Provider } from '../../log/record.js';
+import type { Provider } from '../../types.js';
 import { forwardRequestHeaders } from '../headers.js';
 
 /** The browser form of the key: a subprotocol entry, since a browser cannot set headers on a WebSocket. */

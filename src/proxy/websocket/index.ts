@@ -18,7 +18,7 @@ import type { KeyEvent } from '../../keys/events.js';
 import type { LastUsedTracker } from '../../keys/last-used.js';
 import type { KeyVerifier } from '../../keys/verify.js';
 import type { Limits } from '../../limits/limiter.js';
-import type { Provider, RequestLogRow } from '../../log/record.js';
+import type { Provider, RequestLogRow } from '../../types.js';
 import { observeRow, type Metrics } from '../../metrics.js';
 import type { KeyRecord } from '../../store/types.js';
 import type { RowContext } from '../exchange.js';

@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { newId } from '../../ids.js';
-import type { Outcome, Provider, RequestLogRow } from '../../log/record.js';
+import type { Outcome, Provider, RequestLogRow } from '../../types.js';
 import type { KeyRecord } from '../../store/types.js';
 import type { Usage } from '../../usage/types.js';
 import { newExchange, toLogRow, type RowContext } from '../exchange.js';

@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type WebSocket from 'ws';
 import { newId } from '../../ids.js';
-import type { Outcome, RequestLogRow } from '../../log/record.js';
+import type { Outcome, RequestLogRow } from '../../types.js';
 import { redactHeaders } from '../headers.js';
 import { parseClientCreate, renderErrorEvent } from './events.js';
 import type { WsProxyContext } from './index.js';

@@ -1,8 +1,8 @@
 /** ConfigStore on PostgreSQL: shared by every instance, so writes are single statements that race safely. */
 import type pg from 'pg';
-import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
+import { EmailTakenError, normalizeStoredEmail } from '../errors.js';
 import { toIso, toIsoOrNull } from '../time.js';
-import type { Provider } from '../../log/record.js';
+import type { Provider } from '../../types.js';
 import type {
   Account,
   AccountWithSecret,
@@ -183,7 +183,7 @@ export class PgConfigStore implements ConfigStore {
         now,
       ]);
     } catch (err) {
-      if (pgErrorCode(err) === '23505' && (await this.getAccountByEmail(email))) throw emailTakenError();
+      if (pgErrorCode(err) === '23505' && (await this.getAccountByEmail(email))) throw new EmailTakenError();
       throw err;
     }
     return { id: a.id, email, created_at: now };

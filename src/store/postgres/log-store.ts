@@ -3,7 +3,7 @@
  * fixed 36 parameters whatever the batch size (a VALUES list would hit the 65,535-parameter limit).
  */
 import type pg from 'pg';
-import type { RequestLogRow } from '../../log/record.js';
+import type { RequestLogRow } from '../../types.js';
 import {
   AGGREGATE_SQL,
   BOOL_COLUMNS,

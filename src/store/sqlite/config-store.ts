@@ -4,9 +4,9 @@
  * ConfigStore on SQLite (driver.ts): synchronous inside, promises outside to fit the interface.
  * Small and read-mostly; the request log lives in a separate file (SqliteLogStore).
  */
-import { emailTakenError, normalizeStoredEmail } from '../email-taken.js';
+import { EmailTakenError, normalizeStoredEmail } from '../errors.js';
 import { toIso, toIsoOrNull } from '../time.js';
-import type { Provider } from '../../log/record.js';
+import type { Provider } from '../../types.js';
 import type {
   Account,
   AccountWithSecret,
@@ -161,7 +161,7 @@ export class SqliteConfigStore implements ConfigStore {
         now,
       );
     } catch (err) {
-      if (isUniqueViolation(err) && (await this.getAccountByEmail(email))) throw emailTakenError();
+      if (isUniqueViolation(err) && (await this.getAccountByEmail(email))) throw new EmailTakenError();
       throw err;
     }
     return { id: a.id, email, created_at: now };

@@ -3,7 +3,7 @@
 /**
  * LogStore on SQLite, in its own file apart from the config store: the request log is the write-heavy one.
  */
-import type { RequestLogRow } from '../../log/record.js';
+import type { RequestLogRow } from '../../types.js';
 import {
   AGGREGATE_SQL,
   BOOL_COLUMNS,

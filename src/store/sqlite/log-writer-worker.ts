@@ -1,6 +1,6 @@
 /** Worker thread that owns the SQLite request-log writes (see log-writer.ts). */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { RequestLogRow } from '../../log/record.js';
+import type { RequestLogRow } from '../../types.js';
 import type { InsertResult } from '../types.js';
 import { SqliteLogStore } from './log-store.js';
 

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { RequestLogRow } from '../../log/record.js';
+import type { RequestLogRow } from '../../types.js';
 import type { InsertResult } from '../types.js';
 
 interface Pending {

@@ -10,6 +10,7 @@ import {
 } from '../lib/limits.js';
 import { Dialog } from './dialog.js';
 import { KeyReveal } from './key-reveal.js';
+import { useAction } from '../lib/use-action.js';
 import { errorsFromApi } from './limits-dialog.js';
 import { LimitsFields } from './limits-fields.js';
 
@@ -41,19 +42,24 @@ export function CreateKeyDialog({
 }) {
   const [name, setName] = useState('');
   const [created, setCreated] = useState<CreatedKey | null>(null);
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [busy, setBusy] = useState(false);
-  const [draft, setDraft] = useState<LimitsDraft>(() => draftFromLimits(NO_LIMITS));
   const [limitsOpen, setLimitsOpen] = useState(false);
+  const action = useAction((err): FieldErrors => {
+    const next = errorsFromApi(err);
+    if (!next.general) setLimitsOpen(true);
+    return next;
+  });
+  const { busy, setError: setErrors } = action;
+  const errors = action.error ?? {};
+  const [draft, setDraft] = useState<LimitsDraft>(() => draftFromLimits(NO_LIMITS));
   useEffect(() => {
     if (open) {
       setName('');
       setCreated(null);
-      setErrors({});
+      setErrors(null);
       setDraft(draftFromLimits(NO_LIMITS));
       setLimitsOpen(false);
     }
-  }, [open]);
+  }, [open, setErrors]);
 
   async function submit(e: FormEvent): Promise<void> {
     e.preventDefault();
@@ -68,19 +74,11 @@ export function CreateKeyDialog({
       setLimitsOpen(true);
       return;
     }
-    setBusy(true);
-    setErrors({});
-    try {
+    await action.run(async () => {
       const r = await api.createKey(name.trim(), diffLimits(NO_LIMITS, parsed.limits));
       setCreated(r.key);
       onCreated();
-    } catch (err) {
-      const next = errorsFromApi(err);
-      if (!next.general) setLimitsOpen(true);
-      setErrors(next);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -149,28 +147,21 @@ export function RollKeyDialog({
 }) {
   const [grace, setGrace] = useState(3600);
   const [created, setCreated] = useState<CreatedKey | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   useEffect(() => {
     setGrace(3600);
     setCreated(null);
     setError(null);
-  }, [keyView]);
+  }, [keyView, setError]);
 
   async function submit(e: FormEvent): Promise<void> {
     e.preventDefault();
     if (!keyView) return;
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const r = await api.rollKey(keyView.id, grace);
       setCreated(r.key);
       onRolled();
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -234,22 +225,16 @@ export function RevokeKeyDialog({
   onClose: () => void;
   onRevoked: () => void;
 }) {
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => setError(null), [keyView]);
+  const { busy, error, setError, run } = useAction();
+  useEffect(() => setError(null), [keyView, setError]);
 
   async function revoke(): Promise<void> {
     if (!keyView) return;
-    setBusy(true);
-    try {
+    await run(async () => {
       await api.revokeKey(keyView.id);
       onRevoked();
       onClose();
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

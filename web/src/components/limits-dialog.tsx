@@ -9,6 +9,7 @@ import {
   type FieldErrors,
   type LimitsDraft,
 } from '../lib/limits.js';
+import { useAction } from '../lib/use-action.js';
 import { Dialog } from './dialog.js';
 import { LimitsFields } from './limits-fields.js';
 
@@ -30,12 +31,13 @@ export function LimitsDialog({
   onSaved: () => void;
 }) {
   const [draft, setDraft] = useState<LimitsDraft>(() => draftFromLimits(NO_LIMITS));
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [busy, setBusy] = useState(false);
+  const action = useAction(errorsFromApi);
+  const { busy, setError: setErrors } = action;
+  const errors = action.error ?? {};
   useEffect(() => {
     if (keyView) setDraft(draftFromLimits(keyView));
-    setErrors({});
-  }, [keyView]);
+    setErrors(null);
+  }, [keyView, setErrors]);
 
   async function submit(e: FormEvent): Promise<void> {
     e.preventDefault();
@@ -50,17 +52,11 @@ export function LimitsDialog({
       onClose();
       return;
     }
-    setBusy(true);
-    setErrors({});
-    try {
+    await action.run(async () => {
       await api.updateKeyLimits(keyView.id, patch);
       onSaved();
       onClose();
-    } catch (err) {
-      setErrors(errorsFromApi(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

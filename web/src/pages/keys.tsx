@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { api, type KeyView } from '../api.js';
+import { useAction } from '../lib/use-action.js';
 import { KeyStatusBadge } from '../components/badge.js';
 import { CreateKeyDialog, RevokeKeyDialog, RollKeyDialog } from '../components/key-dialogs.js';
 import { LimitsDialog } from '../components/limits-dialog.js';
@@ -36,8 +37,7 @@ function LimitsSummary({ k }: { k: KeyView }) {
 function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(k.name);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
 
   async function save(): Promise<void> {
     const trimmed = name.trim();
@@ -50,17 +50,11 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
       setName(k.name);
       return;
     }
-    setBusy(true);
-    try {
+    await run(async () => {
       await api.renameKey(k.id, trimmed);
       setEditing(false);
-      setError(null);
       onDone();
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   if (!editing) {

@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from 'react';
 import { api, type RequestQuery, type RequestSummary } from '../api.js';
+import { useAction } from '../lib/use-action.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
 import {
@@ -50,27 +51,21 @@ export function RequestsPage() {
   const [autoRefresh, setAutoRefresh] = useState(() => localStorage.getItem(AUTO_REFRESH_KEY) === '1');
   const [extra, setExtra] = useState<RequestSummary[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
-  const [moreBusy, setMoreBusy] = useState(false);
-  const [moreError, setMoreError] = useState<string | null>(null);
+  const more = useAction();
+  const { busy: moreBusy, error: moreError, setError: setMoreError } = more;
   useEffect(() => {
     setExtra([]);
     setCursor(first.data?.next_cursor ?? null);
     setMoreError(null);
-  }, [first.data]);
+  }, [first.data, setMoreError]);
 
   async function loadMore(): Promise<void> {
     if (!cursor) return;
-    setMoreBusy(true);
-    setMoreError(null);
-    try {
+    await more.run(async () => {
       const page = await api.listRequests({ ...toQuery(filters), cursor });
       setExtra((x) => [...x, ...page.items]);
       setCursor(page.next_cursor);
-    } catch (e) {
-      setMoreError((e as Error).message);
-    } finally {
-      setMoreBusy(false);
-    }
+    });
   }
 
   // Auto-refresh reloads the newest page only while nothing older is loaded below it (it would be lost)

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, api } from '../api.js';
+import { useAction } from '../lib/use-action.js';
 import { PageHeader } from '../components/page-header.js';
 import { useSession } from '../session.js';
 
@@ -9,8 +10,18 @@ function PasswordForm() {
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [status, setStatus] = useState<{ ok: boolean; text: string } | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState<string | null>(null);
+  const { busy, error, setError, run } = useAction((err) =>
+    err instanceof ApiError && err.code === 'wrong_password'
+      ? 'Your current password is not correct.'
+      : (err as Error).message,
+  );
+  const clearStatus = () => {
+    setError(null);
+    setDone(null);
+  };
+  const status =
+    error !== null ? { ok: false, text: error } : done !== null ? { ok: true, text: done } : null;
   const [triedSubmit, setTriedSubmit] = useState(false);
   // Worked out from what is typed now, so the message goes away as soon as the two match.
   const mismatch = confirm !== '' && next !== confirm && (triedSubmit || confirm.length >= next.length);
@@ -19,24 +30,15 @@ function PasswordForm() {
     e.preventDefault();
     setTriedSubmit(true);
     if (next !== confirm) return;
-    setBusy(true);
-    setStatus(null);
-    try {
+    setDone(null);
+    await run(async () => {
       await api.changePassword(current, next);
       setCurrent('');
       setNext('');
       setConfirm('');
       setTriedSubmit(false);
-      setStatus({ ok: true, text: 'Password changed. Other sessions were logged out.' });
-    } catch (err) {
-      const text =
-        err instanceof ApiError && err.code === 'wrong_password'
-          ? 'Your current password is not correct.'
-          : (err as Error).message;
-      setStatus({ ok: false, text });
-    } finally {
-      setBusy(false);
-    }
+      setDone('Password changed. Other sessions were logged out.');
+    });
   }
 
   return (
@@ -65,7 +67,7 @@ function PasswordForm() {
           aria-describedby="new-password-hint"
           onChange={(e) => {
             setNext(e.target.value);
-            setStatus(null);
+            clearStatus();
           }}
         />
         <span id="new-password-hint" className="hint">
@@ -85,7 +87,7 @@ function PasswordForm() {
           aria-describedby={mismatch ? 'confirm-password-error' : undefined}
           onChange={(e) => {
             setConfirm(e.target.value);
-            setStatus(null);
+            clearStatus();
           }}
         />
         {mismatch && (

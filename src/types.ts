@@ -1,4 +1,4 @@
-/** One row of the request log (SPEC §5). Field names are the contract the CLI and console API expose. */
+/** One row of the request log. Field names are the contract the CLI and console API expose. */
 export type Provider = 'openai' | 'anthropic';
 export type Outcome = 'ok' | 'upstream_error' | 'client_aborted' | 'timeout' | 'refused';
 export type UsageSource = 'provider' | 'estimated' | 'partial' | 'none';
@@ -40,7 +40,7 @@ export interface RequestLogRow {
   client_ip: string | null;
   user_agent: string | null;
   credential_fingerprint: string | null; // HMAC of the provider credential, never the credential
-  // WebSocket rows (SPEC §5a); optional so HTTP rows need not name them (stored as null).
+  // WebSocket rows (docs/websockets.md); optional so HTTP rows need not name them (stored as null).
   /** The socket's own row id, on the socket row and on each of its response rows. */
   connection_id?: string | null;
   input_audio_tokens?: number | null; // of input_tokens, audio (cached audio included)
