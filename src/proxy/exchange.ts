@@ -6,7 +6,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Outcome, Provider, RequestLogRow } from '../log/record.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
-import { providerCredential, redactHeaders } from './headers.js';
+import { providerCredential } from '../providers/index.js';
+import { redactHeaders } from './headers.js';
 import { redactPathQuery } from './redact.js';
 
 export interface Exchange {
@@ -132,7 +133,7 @@ export function toLogRow(
   const priced = ex.provider && usage.source !== 'none' ? ctx.cost(ex.provider, model, usage) : null;
   const keepBodies = ex.logBodies && ctx.bodyLogBytes > 0;
   const reqBody = keepBodies && ex.requestBody && ex.requestBody.length > 0 ? ex.requestBody : null;
-  const credential = providerCredential(req.headers);
+  const credential = ex.provider ? providerCredential(ex.provider, req.headers) : null;
   return {
     id: ex.id,
     created_at: ex.createdAt,

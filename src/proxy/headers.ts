@@ -117,12 +117,3 @@ export function hasUnderscoreKeyHeader(rawHeaders: readonly string[]): boolean {
   }
   return false;
 }
-
-/** The provider credential as sent (`x-api-key` or `Authorization`), for fingerprinting only. */
-export function providerCredential(headers: IncomingHttpHeaders): string | null {
-  const apiKey = headers['x-api-key'];
-  if (typeof apiKey === 'string' && apiKey) return apiKey;
-  const auth = headers.authorization;
-  if (typeof auth === 'string' && auth) return auth.replace(/^Bearer\s+/i, '');
-  return null;
-}

@@ -7,6 +7,7 @@
  * leave to whoever parses the URL next.
  */
 import type { Provider } from '../log/record.js';
+import { providerByRoute } from '../providers/index.js';
 
 export const PROXY_PREFIX = '/api/proxy/';
 
@@ -15,7 +16,6 @@ export type TargetResult =
   // `provider` is set when the route named one, so the refusal can take that provider's error shape.
   | { ok: false; reason: 'unknown_provider' | 'bad_path'; detail: string; provider?: Provider };
 
-const PROVIDERS: Record<string, Provider> = { openai: 'openai', anthropic: 'anthropic' };
 // Control characters, space, backslash, fragment and characters Node would not give us raw anyway.
 
 const RAW_FORBIDDEN = /[\u0000-\u0020\u007f\\#]/;
@@ -60,7 +60,7 @@ export function resolveTarget(rawUrl: string): TargetResult {
   const afterPrefix = pathPart.slice(PROXY_PREFIX.length);
   const slash = afterPrefix.indexOf('/');
   const name = slash === -1 ? afterPrefix : afterPrefix.slice(0, slash);
-  const provider = PROVIDERS[name];
+  const provider = providerByRoute(name)?.id;
   if (!provider) return { ok: false, reason: 'unknown_provider', detail: 'Unknown provider.' };
   const rest = slash === -1 ? '' : afterPrefix.slice(slash);
 

@@ -15,4 +15,3 @@ export { createResponseTap } from './response-tap.js';
 export { injectStreamUsage, createUsageStripper } from './stream-usage.js';
 export { isDecodableEncoding } from './decoder.js';
 export { computeCost, PRICE_SOURCE } from './cost.js';
-export { classifyEndpoint, type Endpoint } from './normalize.js';

@@ -6,7 +6,8 @@
 import { PassThrough, Transform } from 'node:stream';
 import { createBodyDecoder } from './decoder.js';
 import { findTopLevelMember, removeMember } from './json-members.js';
-import { classifyEndpoint, isRecord } from './normalize.js';
+import { endpointOf } from '../providers/index.js';
+import { isRecord } from './normalize.js';
 import { SseSplitter, type SseSegment } from './sse-splitter.js';
 import type { RequestInfo } from './types.js';
 
@@ -14,8 +15,8 @@ const INSERT = Buffer.from('"stream_options":{"include_usage":true},');
 
 /** The request body to send instead (asking for usage), or null to send the original. */
 export function injectStreamUsage(info: RequestInfo, body: Buffer): Buffer | null {
-  if (info.provider !== 'openai' || !info.stream || !isRecord(info.json)) return null;
-  if (classifyEndpoint(info.provider, info.path) !== 'openai-chat') return null;
+  if (!info.stream || !isRecord(info.json)) return null;
+  if (!endpointOf(info.provider, info.path).injectStreamUsage) return null;
   const options = info.json.stream_options;
   if (isRecord(options) && options.include_usage === true) return null;
   if (options === undefined) {

@@ -22,9 +22,9 @@ import type { Provider, RequestLogRow } from '../../log/record.js';
 import { observeRow, type Metrics } from '../../metrics.js';
 import type { KeyRecord } from '../../store/types.js';
 import type { RowContext } from '../exchange.js';
-import { findDuplicateSingleton, providerCredential } from '../headers.js';
+import { PROVIDER_IDS, PROVIDERS, providerCredential } from '../../providers/index.js';
+import { findDuplicateSingleton } from '../headers.js';
 import { PROXY_PREFIX, resolveTarget } from '../target.js';
-import { protocolOf } from './events.js';
 import {
   handshakeProblem,
   passBackHeaders,
@@ -315,11 +315,12 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
     path: string,
     key: KeyRecord,
   ): SocketFacts {
+    const events = PROVIDERS[provider].socket;
     const offered = splitProtocols(req.headers['sec-websocket-protocol']);
-    const insecure = offered.forward.find((p) => p.startsWith('openai-insecure-api-key.'));
+    const prefix = events?.credentialSubprotocol ? `${events.credentialSubprotocol}.` : null;
+    const inProtocol = prefix ? offered.forward.find((p) => p.startsWith(prefix)) : undefined;
     const credential =
-      providerCredential(req.headers) ??
-      (insecure ? insecure.slice('openai-insecure-api-key.'.length) : null);
+      providerCredential(provider, req.headers) ?? (inProtocol ? inProtocol.slice(prefix!.length) : null);
     return {
       id,
       createdAt,
@@ -328,7 +329,8 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
       path,
       key,
       req: redactedRequest(req),
-      protocol: protocolOf(path),
+      protocol: events?.protocolOf(path) ?? 'other',
+      events,
       logBodies: req.headers['proxy-log-bodies'] !== 'false',
       endUser: null,
       credentialFingerprint: credential ? ctx.fingerprint(credential) : null,
@@ -377,7 +379,19 @@ function emptySocket() {
   };
 }
 
-const CREDENTIAL_PROTOCOL = /^(keyrelay-key|openai-insecure-api-key)\.(.*)$/;
+/** Subprotocol names whose entries carry a credential: keyrelay's key, and any provider's (whatever the route). */
+const CREDENTIAL_PROTOCOLS = new Set(
+  ['keyrelay-key', ...PROVIDER_IDS.map((p) => PROVIDERS[p].socket?.credentialSubprotocol)].filter(
+    (p): p is string => !!p,
+  ),
+);
+
+function redactProtocol(entry: string): string {
+  const dot = entry.indexOf('.');
+  return dot > 0 && CREDENTIAL_PROTOCOLS.has(entry.slice(0, dot))
+    ? `${entry.slice(0, dot)}.[redacted]`
+    : entry;
+}
 
 /** The upgrade request as the log sees it: subprotocol entries that carry a key keep their name only. */
 function redactedRequest(req: IncomingMessage): IncomingMessage {
@@ -385,7 +399,7 @@ function redactedRequest(req: IncomingMessage): IncomingMessage {
   if (proto === undefined) return req;
   const redacted = (Array.isArray(proto) ? proto.join(',') : proto)
     .split(',')
-    .map((p) => p.trim().replace(CREDENTIAL_PROTOCOL, '$1.[redacted]'))
+    .map((p) => redactProtocol(p.trim()))
     .join(', ');
   const headers = { ...req.headers, 'sec-websocket-protocol': redacted };
   return { headers, method: req.method, socket: req.socket, rawHeaders: req.rawHeaders } as IncomingMessage;

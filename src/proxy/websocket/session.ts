@@ -9,7 +9,6 @@ import type WebSocket from 'ws';
 import { newId } from '../../ids.js';
 import type { Outcome, RequestLogRow } from '../../log/record.js';
 import { redactHeaders } from '../headers.js';
-import { parseClientCreate, renderErrorEvent } from './events.js';
 import type { WsProxyContext } from './index.js';
 import type { SocketFacts, SocketLedger } from './ledger.js';
 import { Relay, type RelayEnd } from './relay.js';
@@ -47,8 +46,9 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
 
   const relay = new Relay(caller, upstream, ctx.config.ws, {
     fromCaller(data) {
-      if (facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
-      const event = parseClientCreate(data);
+      const events = facts.events;
+      if (!events || facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
+      const event = events.parseClientCreate(data);
       if (!event) return true;
       const model = ledger.modelOf(event);
       const refusal = ctx.limits.check(facts.key, facts.provider, model, 'POST');
@@ -59,7 +59,7 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
       }
       const clientEventId = typeof event.event_id === 'string' ? event.event_id : null;
       caller.send(
-        renderErrorEvent(
+        events.renderErrorEvent(
           facts.protocol,
           refusal.code,
           refusal.message,
