@@ -11,18 +11,14 @@ import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { Gauge } from 'prom-client';
 import WebSocket, { WebSocketServer } from 'ws';
-import type { Config } from '../../config.js';
 import { ProxyError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { KeyEvent } from '../../keys/events.js';
-import type { LastUsedTracker } from '../../keys/last-used.js';
-import type { KeyVerifier } from '../../keys/verify.js';
-import type { Limits } from '../../limits/limiter.js';
 import type { Provider, RequestLogRow } from '../../log/record.js';
-import { observeRow, type Metrics } from '../../metrics.js';
+import { observeRow } from '../../metrics.js';
 import type { KeyRecord } from '../../store/types.js';
-import type { RowContext } from '../exchange.js';
 import { PROVIDER_IDS, PROVIDERS, providerCredential } from '../../providers/index.js';
+import type { ProxyServices, Shutdown } from '../context.js';
 import { findDuplicateSingleton } from '../headers.js';
 import { PROXY_PREFIX, resolveTarget } from '../target.js';
 import {
@@ -38,16 +34,8 @@ import { SocketLedger, type SocketFacts } from './ledger.js';
 import { servePlain } from './plain-fallback.js';
 import { openSocket, type OpenSocket } from './session.js';
 
-export interface WsProxyContext extends RowContext {
-  config: Readonly<Config>;
-  keys: KeyVerifier;
-  lastUsed: LastUsedTracker;
-  record: (row: RequestLogRow) => void;
-  limits: Limits;
-  metrics: Metrics;
-  log: { info(o: object, m: string): void; warn(o: object, m: string): void };
-  isDraining: () => boolean;
-}
+/** The HTTP proxy's services; sockets open their own upstream connections (ws), not through the pool. */
+export type WsProxyContext = Omit<ProxyServices, 'dispatcher'>;
 
 export interface WebSocketProxy {
   /** A key changed somewhere: its open sockets re-check it and close (1008) when it no longer works. */
@@ -60,7 +48,11 @@ export interface WebSocketProxy {
 /** Upstream's answer to a refused upgrade is passed back whole up to this size (error bodies are small). */
 const MAX_REFUSAL_BODY = 1024 * 1024;
 
-export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSocketProxy {
+export function attachWebSocketProxy(
+  server: Server,
+  ctx: WsProxyContext,
+  shutdown: Pick<Shutdown, 'isDraining'>,
+): WebSocketProxy {
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
@@ -126,7 +118,8 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
     if (sources > 1) return writeRefusal(socket, provider, bad('The key was given more than once.'), id);
     const presented = typeof header === 'string' ? header : offered.keys[0];
 
-    const { key, error } = await ctx.keys.check(presented);
+    const checked = await ctx.keys.check(presented);
+    const key = checked.key;
     const facts = key ? socketFacts(req, id, createdAt, startedAt, provider, path, key) : null;
     const ledger = facts ? new SocketLedger(ctx, facts, emit) : null;
     const refuse = (err: ProxyError) => {
@@ -137,11 +130,11 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
         ledger.socketRow({ ...emptySocket(), status: err.status, outcome: 'refused', errorCode: err.code }),
       );
     };
-    if (error) return refuse(error);
-    if (ctx.isDraining()) return refuse(new ProxyError('proxy_unavailable', undefined, 5));
-    ctx.lastUsed.mark(key!.id, createdAt);
+    if (!checked.ok) return refuse(checked.error);
+    if (shutdown.isDraining()) return refuse(new ProxyError('proxy_unavailable', undefined, 5));
+    ctx.lastUsed.mark(checked.key.id, createdAt);
     // Opening a socket counts as one request; each response.create on it counts again (session.ts).
-    const limited = ctx.limits.check(key!, provider, ledger!.model, 'GET');
+    const limited = ctx.limits.check(checked.key, provider, ledger!.model, 'GET');
     if (limited) return refuse(limited);
 
     // Upstream first: the caller's handshake is answered with what upstream answered.

@@ -9,7 +9,7 @@ import { newId } from '../../ids.js';
 import type { Outcome, Provider, RequestLogRow } from '../../log/record.js';
 import type { KeyRecord } from '../../store/types.js';
 import type { Usage } from '../../usage/types.js';
-import { newExchange, toLogRow, type RowContext } from '../exchange.js';
+import { newExchange, toLogRow, type RowSettings } from '../exchange.js';
 import type { SocketEvents, SocketProtocol } from '../../providers/types.js';
 
 export interface SocketFacts {
@@ -60,7 +60,7 @@ export class SocketLedger {
   responses = 0;
 
   constructor(
-    private readonly ctx: RowContext,
+    private readonly ctx: RowSettings,
     private readonly facts: SocketFacts,
     private readonly emit: (row: RequestLogRow) => void,
   ) {
@@ -254,7 +254,7 @@ export class SocketLedger {
     ex.ttfbMs = p.ttfbMs;
     ex.responseBytes = p.responseBytes;
     ex.usage = r.usage;
-    ex.responseBody = clip(r.body, this.ctx.bodyLogBytes);
+    ex.responseBody = clip(r.body, this.ctx.config.bodyLogBytes);
     const row = toLogRow(ex, f.req, this.ctx, endedAt);
     row.method = 'WS';
     row.request_bytes = p.payloadBytes;
@@ -303,7 +303,7 @@ export class SocketLedger {
     ex.ttfbMs = s.ttfbMs;
     ex.responseBytes = s.bytesOut;
     ex.responseHeaders = s.responseHeaders;
-    ex.responseBody = clip(s.responseBody ?? null, this.ctx.bodyLogBytes);
+    ex.responseBody = clip(s.responseBody ?? null, this.ctx.config.bodyLogBytes);
     const row = toLogRow(ex, f.req, this.ctx, performance.now());
     row.request_bytes = s.bytesIn;
     row.connection_id = f.id;

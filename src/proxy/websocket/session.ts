@@ -114,12 +114,13 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
     keyId: facts.key.id,
     ended,
     async recheck() {
-      const { key, error } = await ctx.keys.check(o.presented);
+      const checked = await ctx.keys.check(o.presented);
       // An unreachable key store is not a revocation: the socket stays, the next event re-checks.
-      if (error && error.code !== 'proxy_unavailable') {
-        relay.close(1008, `keyrelay: ${error.code}`, error.code);
+      if (!checked.ok && checked.error.code !== 'proxy_unavailable') {
+        relay.close(1008, `keyrelay: ${checked.error.code}`, checked.error.code);
         return;
       }
+      const key = checked.key;
       if (key) {
         facts.key = key; // changed limits apply to the next response.create
         armExpiry(key.expires_at);
