@@ -23,6 +23,8 @@ export const PROXY_ERRORS = {
   proxy_upstream_unreachable: { status: 502, message: 'Could not reach the upstream provider.' },
   proxy_upstream_timeout: { status: 504, message: 'The upstream provider did not answer in time.' },
   proxy_unavailable: { status: 503, message: 'keyrelay is unavailable (shutting down or overloaded).' },
+  /** A failure of keyrelay's own while handling the request (a bug, or data it cannot read): never a bare 500. */
+  proxy_internal_error: { status: 500, message: 'keyrelay failed while handling this request.' },
 } as const;
 
 export type ProxyErrorCode = keyof typeof PROXY_ERRORS;

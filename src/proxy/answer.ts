@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { renderProxyError, type ProxyError } from '../errors.js';
+import { ProxyError, renderProxyError } from '../errors.js';
 import type { Outcome } from '../log/record.js';
 import { observeRow } from '../metrics.js';
 import type { ProxyServices } from './context.js';
@@ -51,6 +51,28 @@ export function refuse(
   finish(s, ex, req, res, outcome);
 }
 
+/**
+ * An unexpected failure of keyrelay's own (a throw anywhere in the steps): logged with its stack, answered
+ * 500 `proxy_internal_error` in the provider's shape when the head is not out yet, else the response is cut;
+ * recorded against the key when it is known (unless the failure was in recording itself).
+ */
+export function failInternally(
+  s: ProxyServices,
+  ex: Exchange,
+  req: IncomingMessage,
+  res: ServerResponse,
+  cause: unknown,
+): void {
+  s.log.error({ err: cause, reqId: ex.id, provider: ex.provider }, 'proxy handler failed');
+  const err = new ProxyError('proxy_internal_error', undefined, undefined, { cause });
+  if (!res.headersSent) return refuse(s, ex, req, res, err);
+  // The caller got part of a response: like an upstream drop, it must not look complete.
+  res.destroy();
+  ex.errorCode = err.code;
+  ex.errorMessage = err.message;
+  finish(s, ex, req, res, 'upstream_error');
+}
+
 /** Step 6, record: the row is built after the last byte and queued; the response never waits for it. */
 export function finish(
   s: ProxyServices,
@@ -59,6 +81,8 @@ export function finish(
   res: ServerResponse,
   outcome: Outcome,
 ): void {
+  if (ex.finished) return;
+  ex.finished = true;
   ex.outcome = outcome;
   const endedAt = performance.now();
   if (outcome === 'client_aborted' && !res.headersSent) ex.status = 0;

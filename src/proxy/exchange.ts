@@ -32,6 +32,8 @@ export interface Exchange {
   responseHeaders: Record<string, string | string[]>;
   usage: Usage | null;
   responseBody: { text: string | null; truncated: boolean };
+  /** Its row was built (or building it began): an exchange is recorded once, even if recording fails. */
+  finished: boolean;
 }
 
 /** `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one). */
@@ -56,6 +58,7 @@ export function newExchange(id: string, startedAt: number, socketAddress?: strin
     responseHeaders: {},
     usage: null,
     responseBody: { text: null, truncated: false },
+    finished: false,
   };
 }
 

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { ProxyError } from '../errors.js';
 import { newId } from '../ids.js';
 import { injectStreamUsage, parseRequestInfo } from '../usage/index.js';
-import { finish, refuse } from './answer.js';
+import { failInternally, finish, refuse } from './answer.js';
 import { readBody } from './body.js';
 import type { ProxyServices, Shutdown } from './context.js';
 import { newExchange, type Exchange } from './exchange.js';
@@ -26,11 +26,15 @@ export function createProxyHandler(
   shutdown: Shutdown,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    const done = handle(s, shutdown, req, res)
+    const ex = newExchange(newId(), performance.now(), req.socket.remoteAddress);
+    const done = handle(s, shutdown, ex, req, res)
       .catch((err: unknown) => {
-        s.log.error({ err }, 'proxy handler failed');
-        if (!res.headersSent) res.writeHead(500).end();
-        else res.destroy();
+        try {
+          failInternally(s, ex, req, res, err);
+        } catch (again) {
+          s.log.error({ err: again, reqId: ex.id }, 'proxy failure handling failed');
+          res.destroy();
+        }
       })
       .finally(() => shutdown.active.delete(done));
     shutdown.active.add(done);
@@ -40,10 +44,10 @@ export function createProxyHandler(
 async function handle(
   s: ProxyServices,
   shutdown: Shutdown,
+  ex: Exchange,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const ex: Exchange = newExchange(newId(), performance.now(), req.socket.remoteAddress);
   res.setHeader('x-keyrelay-request-id', ex.id);
 
   // 1. Route: which provider, which upstream path; refuse anything that could leave the configured origin.

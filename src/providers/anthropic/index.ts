@@ -10,6 +10,7 @@ const ERROR_TYPES: Record<number, string> = {
   404: 'not_found_error',
   413: 'request_too_large',
   429: 'rate_limit_error',
+  500: 'api_error',
   502: 'api_error',
   503: 'overloaded_error',
   504: 'timeout_error',
