@@ -52,21 +52,20 @@ async function handle(
 
   // 1. Route: which provider, which upstream path; refuse anything that could leave the configured origin.
   const target = resolveTarget(req.url ?? '');
+  ex.provider = target.provider ?? null;
   if (!target.ok) {
-    ex.provider = target.provider ?? null;
+    if (target.provider) ex.path = target.rawPath;
     const code = target.reason === 'unknown_provider' ? 'proxy_unknown_provider' : 'proxy_bad_request';
-    return refuse(s, ex, req, res, new ProxyError(code, target.detail));
+    return refuseBeforeKey(s, ex, req, res, new ProxyError(code, target.detail));
   }
-  ex.provider = target.provider;
   ex.path = target.path + target.query;
   // Claude Code probes its base URL with an unauthenticated HEAD at start; answer it without going upstream.
   if (req.method === 'HEAD' && target.path === '/') return void res.writeHead(200).end();
   const malformed = checkRequestLine(req);
-  if (malformed) return refuse(s, ex, req, res, malformed);
+  if (malformed) return refuseBeforeKey(s, ex, req, res, malformed);
 
   // 2. Authenticate: format and checksum, then the in-memory cache; no database read in the steady state.
-  const presented = req.headers['proxy-api-key'];
-  const checked = await s.keys.check(typeof presented === 'string' ? presented : undefined);
+  const checked = await s.keys.check(presentedKey(req));
   ex.key = checked.key;
   if (!checked.ok) return refuse(s, ex, req, res, checked.error);
   const key = checked.key;
@@ -104,6 +103,27 @@ async function handle(
 
   // 6. Record, after the last byte.
   finish(s, ex, req, res, outcome);
+}
+
+/**
+ * A refusal decided before the key is looked at. The answer does not depend on the key, but a known key
+ * gets the refusal logged against it, so that the request id on the answer names a row (a row needs a
+ * provider to be filed under: a target naming none is refused unlogged).
+ */
+async function refuseBeforeKey(
+  s: ProxyServices,
+  ex: Exchange,
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: ProxyError,
+): Promise<void> {
+  if (ex.provider) ex.key = (await s.keys.check(presentedKey(req))).key;
+  refuse(s, ex, req, res, err);
+}
+
+function presentedKey(req: IncomingMessage): string | undefined {
+  const presented = req.headers['proxy-api-key'];
+  return typeof presented === 'string' ? presented : undefined;
 }
 
 /** What keyrelay refuses in the request line and headers, before the key is even looked at. */
