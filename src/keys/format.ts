@@ -1,5 +1,5 @@
 /**
- * Key format (SPEC §3): `kr_` + 43 base62 chars (32 random bytes) + 6 base62 chars of the CRC32 (IEEE) of
+ * Key format: `kr_` + 43 base62 chars (32 random bytes) + 6 base62 chars of the CRC32 (IEEE) of
  * everything before them. The checksum lets us refuse garbage and typos without touching storage, and lets
  * secret scanners match `kr_[0-9A-Za-z]{49}` with few false positives.
  */

@@ -1,5 +1,5 @@
 /**
- * What crosses keyrelay, in each direction (SPEC §2). Request headers are copied from `rawHeaders` so names,
+ * What crosses keyrelay, in each direction (docs/ARCHITECTURE.md, "Forward"). Request headers are copied from `rawHeaders` so names,
  * values and order reach upstream byte-for-byte; only what must not cross is dropped.
  */
 import type { IncomingHttpHeaders } from 'node:http';

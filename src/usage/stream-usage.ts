@@ -1,7 +1,8 @@
 /**
- * SPEC §2's one exception to forwarding bodies as received: an OpenAI streaming chat completion that did
- * not ask for usage is sent upstream asking for it, and what that added is removed from the stream again,
- * so the caller gets the bytes it would have got directly while the log gets the provider's usage.
+ * The one exception to forwarding bodies as received (docs/ARCHITECTURE.md, "Body"): a streaming call to an
+ * endpoint whose row says `injectStreamUsage` (OpenAI chat completions) that did not ask for usage is sent
+ * upstream asking for it, and what that added is removed from the stream again, so the caller gets the
+ * bytes it would have got directly while the log gets the provider's usage.
  */
 import { PassThrough, Transform } from 'node:stream';
 import { createBodyDecoder } from './decoder.js';

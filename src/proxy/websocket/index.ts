@@ -1,5 +1,5 @@
 /**
- * WebSockets under /api/proxy/<provider>/… (SPEC §5a), hooked on the node:http server's 'upgrade' event:
+ * WebSockets under /api/proxy/<provider>/… (docs/websockets.md), hooked on the node:http server's 'upgrade' event:
  *   route → handshake checks → key (header or `keyrelay-key.` subprotocol) → limits → upstream handshake
  *   → caller handshake with the subprotocol upstream chose → relay (relay.ts) → rows (ledger.ts).
  * Every refusal is an HTTP answer before the upgrade, in the provider's error shape; an upstream that
