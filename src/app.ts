@@ -23,7 +23,7 @@ import type { KeyEventBus } from './keys/events.js';
 import type { Metrics } from './metrics.js';
 import { guardConnections, guardedServerOptions, guardRequests } from './http-guard.js';
 import { RequestLogController } from './logger.js';
-import { createProxyHandler, type ProxyContext } from './proxy/handle.js';
+import { createProxyHandler, type ProxyServices, type Shutdown } from './proxy/handle.js';
 import { PROXY_PREFIX } from './proxy/target.js';
 import type { ConfigStore, LogStore } from './store/types.js';
 
@@ -35,8 +35,9 @@ export interface AppDeps {
   bus: KeyEventBus;
   throttle: LoginThrottle;
   metrics: Metrics;
-  proxy: Omit<ProxyContext, 'log'>;
-  isDraining: () => boolean;
+  /** The proxy's services (the WebSocket proxy shares them: src/server.ts). */
+  proxy: ProxyServices;
+  shutdown: Shutdown;
 }
 
 /** web/dist relative to this file, in both src/ (tsx) and dist/src/ (built) layouts. */
@@ -96,7 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     logController: new RequestLogController(),
   });
-  proxyHandler = createProxyHandler({ ...deps.proxy, log: deps.log });
+  proxyHandler = createProxyHandler(deps.proxy, deps.shutdown);
   // Every answer of keyrelay's own, /healthz and /metrics included: none of them is meant to be sniffed.
   app.addHook('onSend', async (_req, reply) => {
     reply.header('x-content-type-options', 'nosniff');
@@ -104,7 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
-    if (deps.isDraining()) return reply.code(503).send({ status: 'draining' });
+    if (deps.shutdown.isDraining()) return reply.code(503).send({ status: 'draining' });
     return { status: 'ready' };
   });
   app.get('/metrics', async (_req, reply) => {

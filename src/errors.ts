@@ -1,8 +1,10 @@
 /**
  * keyrelay's own errors: stable codes, one table, rendered once at the edge in the route's provider shape
- * (SPEC §2) so SDKs raise their usual exception. Upstream errors never pass through here.
+ * (each provider module's `errorBody`) so SDKs raise their usual exception. Upstream errors never pass
+ * through here.
  */
 import type { Provider } from './types.js';
+import { PROVIDERS } from './providers/index.js';
 
 export const PROXY_ERRORS = {
   proxy_key_missing: { status: 401, message: 'Missing proxy-api-key header.' },
@@ -21,6 +23,8 @@ export const PROXY_ERRORS = {
   proxy_upstream_unreachable: { status: 502, message: 'Could not reach the upstream provider.' },
   proxy_upstream_timeout: { status: 504, message: 'The upstream provider did not answer in time.' },
   proxy_unavailable: { status: 503, message: 'keyrelay is unavailable (shutting down or overloaded).' },
+  /** A failure of keyrelay's own while handling the request (a bug, or data it cannot read): never a bare 500. */
+  proxy_internal_error: { status: 500, message: 'keyrelay failed while handling this request.' },
 } as const;
 
 export type ProxyErrorCode = keyof typeof PROXY_ERRORS;
@@ -40,27 +44,9 @@ export class ProxyError extends Error {
   }
 }
 
-const ANTHROPIC_TYPES: Record<number, string> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  413: 'request_too_large',
-  429: 'rate_limit_error',
-  502: 'api_error',
-  503: 'overloaded_error',
-  504: 'timeout_error',
-};
-
 /** The body keyrelay sends for its own error, shaped like the provider's (unknown provider → OpenAI shape). */
 export function renderProxyError(provider: Provider | null, err: ProxyError): string {
-  if (provider === 'anthropic') {
-    return JSON.stringify({
-      type: 'error',
-      error: { type: ANTHROPIC_TYPES[err.status] ?? 'api_error', message: `${err.message} (${err.code})` },
-    });
-  }
-  return JSON.stringify({ error: { message: err.message, type: 'keyrelay_error', code: err.code } });
+  return PROVIDERS[provider ?? 'openai'].errorBody(err);
 }
 
 /** Errors of the console API: a code and a status, rendered as {"error": {"code", "message"}}. */

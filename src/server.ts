@@ -6,6 +6,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Agent } from './proxy/agent.js';
+import type { ProxyServices, Shutdown } from './proxy/context.js';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { buildApp } from './app.js';
@@ -137,6 +138,19 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     bodyTimeout: 0,
   });
 
+  const services: ProxyServices = {
+    config,
+    keys,
+    lastUsed,
+    record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : () => {},
+    limits,
+    metrics,
+    log,
+    dispatcher,
+    fingerprint: fingerprinter(fingerprintKey),
+    cost: computeCost,
+  };
+  const shutdown: Shutdown = { isDraining: () => draining, inflight, active };
   const app = await buildApp({
     log,
     config,
@@ -145,39 +159,11 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     bus,
     throttle,
     metrics,
-    isDraining: () => draining,
-    proxy: {
-      config,
-      keys,
-      lastUsed,
-      record: config.requestLog ? (row) => queue.push(row) : () => {},
-      limits,
-      metrics,
-      dispatcher,
-      isDraining: () => draining,
-      inflight,
-      active,
-      bodyLogBytes: config.bodyLogBytes,
-      trustProxy: config.trustProxy,
-      fingerprint: fingerprinter(fingerprintKey),
-      cost: computeCost,
-    },
+    proxy: services,
+    shutdown,
   });
   // WebSockets under /api/proxy (src/proxy/websocket/), on the same services as the HTTP proxy.
-  sockets = attachWebSocketProxy(app.server, {
-    config,
-    keys,
-    lastUsed,
-    record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : () => {},
-    limits,
-    metrics,
-    log,
-    isDraining: () => draining,
-    bodyLogBytes: config.bodyLogBytes,
-    trustProxy: config.trustProxy,
-    fingerprint: fingerprinter(fingerprintKey),
-    cost: computeCost,
-  });
+  sockets = attachWebSocketProxy(app.server, services, shutdown);
   bus.subscribe((e) => sockets?.onKeyEvent(e));
   const retention = startRetention(logStore, config, (err) => warn(err, 'retention prune failed'));
 

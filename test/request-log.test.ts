@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogRow } from '../src/types.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
+import { rawExchange, rawHead } from './helpers/raw-http.js';
 
 let h: Harness;
 let user: { key: string; keyId: string; accountId: string };
@@ -284,5 +285,59 @@ describe('request log', () => {
     const after = await h.kr.services.configStore.getKey(user.keyId);
     expect(after!.last_used_at).not.toBeNull();
     expect(after!.last_used_at! > (before!.last_used_at ?? '')).toBe(true);
+  });
+});
+
+describe('refusals before the key is read', () => {
+  /** A request keyrelay refuses for its target or headers, sent raw (an HTTP client would normalise it). */
+  async function refused(target: string, key: string, extra: string[] = []) {
+    const res = await rawExchange(
+      h.kr.port,
+      rawHead(`GET ${target} HTTP/1.1`, [
+        `Host: 127.0.0.1:${h.kr.port}`,
+        `proxy-api-key: ${key}`,
+        ...extra,
+        'Connection: close',
+      ]),
+    );
+    expect(res.status).toBe(400);
+    expect(res.headers['x-keyrelay-error']).toEqual(['proxy_bad_request']);
+    const id = res.headers['x-keyrelay-request-id']?.[0];
+    expect(id).toBeTruthy();
+    await h.flushLog();
+    return id!;
+  }
+
+  it('log a refused path or header against a valid key: the request id names that row', async () => {
+    const sent = h.openai.requests.length + h.anthropic.requests.length;
+    const byPath = await refused('/api/proxy/openai/v1/%2e%2e/models', user.key);
+    expect(await h.kr.services.logStore.getRequest(user.accountId, byPath)).toMatchObject({
+      id: byPath,
+      key_id: user.keyId,
+      provider: 'openai',
+      path: '/v1/%2e%2e/models',
+      status: 400,
+      outcome: 'refused',
+      error_code: 'proxy_bad_request',
+    });
+    const byHeader = await refused('/api/proxy/anthropic/v1/models', user.key, [
+      'x-api-key: a',
+      'x-api-key: b',
+    ]);
+    expect(await h.kr.services.logStore.getRequest(user.accountId, byHeader)).toMatchObject({
+      id: byHeader,
+      key_id: user.keyId,
+      provider: 'anthropic',
+      status: 400,
+      error_code: 'proxy_bad_request',
+    });
+    expect(h.openai.requests.length + h.anthropic.requests.length).toBe(sent); // nothing went upstream
+  });
+
+  it('log nothing for an unknown key', async () => {
+    const { generateKey } = await import('../src/keys/format.js');
+    const rows = await h.kr.services.logStore.count();
+    await refused('/api/proxy/openai/v1/%2e%2e/models', generateKey());
+    expect(await h.kr.services.logStore.count()).toBe(rows);
   });
 });

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { KeyRecord } from '../store/types.js';
 import { LocalKeyEventBus } from './events.js';
 import { generateKey, hashKey } from './format.js';
-import { KeyVerifier } from './verify.js';
+import { KeyVerifier, type KeyCheck } from './verify.js';
+
+const refusal = (r: KeyCheck) => (r.ok ? null : r.error);
 
 /** A tiny real store of keys by hash, counting lookups (the verifier only ever calls getKeyByHash). */
 function storeWith(keys: Map<string, KeyRecord>) {
@@ -37,10 +39,10 @@ describe('KeyVerifier', () => {
   it('refuses garbage by format with no lookup at all', async () => {
     const store = storeWith(new Map());
     const v = new KeyVerifier(store, 60_000);
-    expect((await v.check(undefined)).error?.code).toBe('proxy_key_missing');
-    expect((await v.check('kr_nope')).error?.code).toBe('proxy_key_invalid');
+    expect(refusal(await v.check(undefined))?.code).toBe('proxy_key_missing');
+    expect(refusal(await v.check('kr_nope'))?.code).toBe('proxy_key_invalid');
     const k = generateKey();
-    expect((await v.check(k.slice(0, -1) + (k.endsWith('a') ? 'b' : 'a'))).error?.code).toBe(
+    expect(refusal(await v.check(k.slice(0, -1) + (k.endsWith('a') ? 'b' : 'a')))?.code).toBe(
       'proxy_key_invalid',
     );
     expect(store.lookups).toBe(0);
@@ -51,7 +53,7 @@ describe('KeyVerifier', () => {
     let now = 0;
     const store = storeWith(new Map([[hashKey(k), record()]]));
     const v = new KeyVerifier(store, 1000, undefined, () => now);
-    for (let i = 0; i < 100; i++) expect((await v.check(k)).error).toBeNull();
+    for (let i = 0; i < 100; i++) expect(refusal(await v.check(k))).toBeNull();
     expect(store.lookups).toBe(1);
     now = 1001;
     await v.check(k);
@@ -71,11 +73,11 @@ describe('KeyVerifier', () => {
     const keys = new Map([[hashKey(k), record()]]);
     const bus = new LocalKeyEventBus();
     const v = new KeyVerifier(storeWith(keys), 60_000, bus);
-    expect((await v.check(k)).error).toBeNull();
+    expect(refusal(await v.check(k))).toBeNull();
     keys.set(hashKey(k), record({ revoked_at: new Date().toISOString() }));
     await bus.publish({ type: 'key_changed', key_id: 'k1' });
     const r = await v.check(k);
-    expect(r.error?.code).toBe('proxy_key_revoked');
+    expect(refusal(r)?.code).toBe('proxy_key_revoked');
     expect(r.key?.id).toBe('k1');
   });
 
@@ -88,14 +90,14 @@ describe('KeyVerifier', () => {
       undefined,
       () => now,
     );
-    expect((await v.check(k)).error).toBeNull();
+    expect(refusal(await v.check(k))).toBeNull();
     now += 10_000;
-    expect((await v.check(k)).error?.code).toBe('proxy_key_expired');
+    expect(refusal(await v.check(k))?.code).toBe('proxy_key_expired');
   });
 
   it('answers proxy_unavailable when the store cannot be reached', async () => {
     const v = new KeyVerifier({ getKeyByHash: () => Promise.reject(new Error('down')) }, 1000);
-    expect((await v.check(generateKey())).error?.code).toBe('proxy_unavailable');
+    expect(refusal(await v.check(generateKey()))?.code).toBe('proxy_unavailable');
   });
 });
 
@@ -118,8 +120,8 @@ describe('KeyVerifier and concurrent key events', () => {
     await bus.publish({ type: 'key_changed', key_id: 'k1' });
     const second = v.check(k); // must not join the stale read
     release(record());
-    expect((await first).error).toBeNull();
-    expect((await second).error?.code).toBe('proxy_key_revoked');
-    expect((await v.check(k)).error?.code).toBe('proxy_key_revoked');
+    expect(refusal(await first)).toBeNull();
+    expect(refusal(await second)?.code).toBe('proxy_key_revoked');
+    expect(refusal(await v.check(k))?.code).toBe('proxy_key_revoked');
   });
 });

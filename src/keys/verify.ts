@@ -9,6 +9,12 @@ import type { ConfigStore, KeyRecord } from '../store/types.js';
 import type { KeyEvent, KeyEventBus } from './events.js';
 import { hashKey, isWellFormedKey } from './format.js';
 
+/**
+ * A key check's answer. A refusal still carries the key when it is known (revoked, expired, or the store
+ * answered nothing new), so the refused request can be logged against it.
+ */
+export type KeyCheck = { ok: true; key: KeyRecord } | { ok: false; key: KeyRecord | null; error: ProxyError };
+
 interface Entry {
   key: KeyRecord | null;
   fetchedAt: number;
@@ -35,14 +41,12 @@ export class KeyVerifier {
     bus?.subscribe((e) => this.onEvent(e));
   }
 
-  /**
-   * The key record (when the key is known) and, unless it is usable, the refusal. A known but revoked or
-   * expired key still comes back so the refused request can be logged against it.
-   */
-  async check(presented: string | undefined): Promise<{ key: KeyRecord | null; error: ProxyError | null }> {
+  /** Whether the presented key may be used, and its record when it is known. */
+  async check(presented: string | undefined): Promise<KeyCheck> {
     if (presented === undefined || presented === '')
-      return { key: null, error: new ProxyError('proxy_key_missing') };
-    if (!isWellFormedKey(presented)) return { key: null, error: new ProxyError('proxy_key_invalid') };
+      return { ok: false, key: null, error: new ProxyError('proxy_key_missing') };
+    if (!isWellFormedKey(presented))
+      return { ok: false, key: null, error: new ProxyError('proxy_key_invalid') };
     const hash = hashKey(presented);
     const now = this.now();
     const hit = this.cache.get(hash);
@@ -53,14 +57,15 @@ export class KeyVerifier {
       try {
         key = await this.lookup(hash);
       } catch (err) {
-        return { key: null, error: err instanceof ProxyError ? err : new ProxyError('proxy_unavailable') };
+        const error = err instanceof ProxyError ? err : new ProxyError('proxy_unavailable');
+        return { ok: false, key: null, error };
       }
     }
-    if (!key) return { key: null, error: new ProxyError('proxy_key_invalid') };
-    if (key.revoked_at) return { key, error: new ProxyError('proxy_key_revoked') };
+    if (!key) return { ok: false, key: null, error: new ProxyError('proxy_key_invalid') };
+    if (key.revoked_at) return { ok: false, key, error: new ProxyError('proxy_key_revoked') };
     if (key.expires_at && Date.parse(key.expires_at) <= now)
-      return { key, error: new ProxyError('proxy_key_expired') };
-    return { key, error: null };
+      return { ok: false, key, error: new ProxyError('proxy_key_expired') };
+    return { ok: true, key };
   }
 
   /** A silent database (partition) answers this request with a 503 instead of holding it for the pool's timeout. */

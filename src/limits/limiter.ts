@@ -1,5 +1,5 @@
 /**
- * Per-key controls on the proxy's hot path (SPEC §2/§3): allowed providers and models, requests per
+ * Per-key controls on the proxy's hot path (docs/limits.md): allowed providers and models, requests per
  * minute, and a spend budget per UTC day or month. `check` is synchronous and touches only memory: keys
  * without limits return after four comparisons, and the limits themselves come from the KeyRecord the key
  * cache hands the proxy, so a changed limit applies as soon as the key event evicts the cached record.

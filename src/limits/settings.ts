@@ -4,13 +4,14 @@
  */
 import { ApiError } from '../errors.js';
 import type { Provider } from '../types.js';
+import { PROVIDER_IDS } from '../providers/index.js';
 import type { BudgetPeriod, KeyLimits } from '../store/types.js';
 import { isValidModelPattern, MAX_MODEL_PATTERNS } from './access.js';
 
 export const MAX_RPM = 1_000_000;
 export const MIN_BUDGET_USD = 0.01;
 export const MAX_BUDGET_USD = 1_000_000;
-const PROVIDERS: readonly Provider[] = ['openai', 'anthropic'];
+const PROVIDERS: readonly Provider[] = PROVIDER_IDS;
 const PERIODS: readonly BudgetPeriod[] = ['day', 'month'];
 
 export const NO_LIMITS: Readonly<KeyLimits> = Object.freeze({
@@ -37,7 +38,9 @@ export function mergeKeyLimits(current: KeyLimits | null, patch: Partial<KeyLimi
   const budget = pick('budget_usd');
   if (providers !== null) {
     if (!Array.isArray(providers) || providers.length === 0 || providers.some((p) => !PROVIDERS.includes(p)))
-      throw invalid('allowed_providers must be null or a non-empty list of "openai", "anthropic".');
+      throw invalid(
+        `allowed_providers must be null or a non-empty list of ${PROVIDERS.map((p) => `"${p}"`).join(', ')}.`,
+      );
   }
   if (models !== null) {
     if (!Array.isArray(models) || models.length === 0 || models.length > MAX_MODEL_PATTERNS)

@@ -3,10 +3,12 @@
  * handle.ts so the hot path reads as steps, and the row's ~40 fields live in one place.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config.js';
 import type { Outcome, Provider, RequestLogRow } from '../types.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
-import { providerCredential, redactHeaders } from './headers.js';
+import { providerCredential } from '../providers/index.js';
+import { redactHeaders } from './headers.js';
 import { redactPathQuery } from './redact.js';
 
 export interface Exchange {
@@ -30,6 +32,8 @@ export interface Exchange {
   responseHeaders: Record<string, string | string[]>;
   usage: Usage | null;
   responseBody: { text: string | null; truncated: boolean };
+  /** Its row was built (or building it began): an exchange is recorded once, even if recording fails. */
+  finished: boolean;
 }
 
 /** `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one). */
@@ -54,6 +58,7 @@ export function newExchange(id: string, startedAt: number, socketAddress?: strin
     responseHeaders: {},
     usage: null,
     responseBody: { text: null, truncated: false },
+    finished: false,
   };
 }
 
@@ -109,9 +114,9 @@ export function midResponseFailure(
   return { code: failure.error.code, message: failure.error.message };
 }
 
-export interface RowContext {
-  bodyLogBytes: number;
-  trustProxy: boolean;
+/** What building a row needs beyond the exchange: settings, the credential fingerprint, the price. */
+export interface RowSettings {
+  config: Readonly<Pick<Config, 'bodyLogBytes' | 'trustProxy'>>;
   fingerprint: (credential: string) => string;
   cost: (
     provider: Provider,
@@ -124,15 +129,16 @@ export interface RowContext {
 export function toLogRow(
   ex: Exchange,
   req: IncomingMessage,
-  ctx: RowContext,
+  ctx: RowSettings,
   endedAt: number,
 ): RequestLogRow {
   const usage = ex.usage ?? EMPTY_USAGE;
   const model = usage.model ?? ex.info?.model ?? null;
   const priced = ex.provider && usage.source !== 'none' ? ctx.cost(ex.provider, model, usage) : null;
-  const keepBodies = ex.logBodies && ctx.bodyLogBytes > 0;
+  const { bodyLogBytes, trustProxy } = ctx.config;
+  const keepBodies = ex.logBodies && bodyLogBytes > 0;
   const reqBody = keepBodies && ex.requestBody && ex.requestBody.length > 0 ? ex.requestBody : null;
-  const credential = providerCredential(req.headers);
+  const credential = ex.provider ? providerCredential(ex.provider, req.headers) : null;
   return {
     id: ex.id,
     created_at: ex.createdAt,
@@ -163,11 +169,11 @@ export function toLogRow(
     response_bytes: ex.responseBytes,
     request_headers: redactHeaders(req.headers),
     response_headers: redactHeaders(ex.responseHeaders),
-    request_body: reqBody ? reqBody.subarray(0, ctx.bodyLogBytes).toString('utf8') : null,
+    request_body: reqBody ? reqBody.subarray(0, bodyLogBytes).toString('utf8') : null,
     response_body: keepBodies ? ex.responseBody.text : null,
-    request_body_truncated: reqBody !== null && reqBody.length > ctx.bodyLogBytes,
+    request_body_truncated: reqBody !== null && reqBody.length > bodyLogBytes,
     response_body_truncated: keepBodies && ex.responseBody.truncated,
-    client_ip: clientIp(req, ctx.trustProxy, ex.socketAddress),
+    client_ip: clientIp(req, trustProxy, ex.socketAddress),
     user_agent: header(req, 'user-agent'),
     credential_fingerprint: credential ? ctx.fingerprint(credential) : null,
     error_message: ex.errorMessage,

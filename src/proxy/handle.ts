@@ -1,287 +1,137 @@
 /**
- * THE HOT PATH. One proxied request, top to bottom:
- *   route → authenticate → read body → forward → stream back → hand the record to the log.
+ * THE HOT PATH. One proxied request, top to bottom, as docs/ARCHITECTURE.md ("Request flow") tells it:
+ *   route → authenticate → read body → forward → stream back → record.
  * The response always goes first; the log row is built after the last byte and queued, never awaited.
  */
-import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Transform } from 'node:stream';
-import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
-import type { Config } from '../config.js';
-import { ProxyError, renderProxyError } from '../errors.js';
+import { ProxyError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { LastUsedTracker } from '../keys/last-used.js';
-import type { KeyVerifier } from '../keys/verify.js';
-import type { Limits } from '../limits/limiter.js';
-import type { RequestLogRow } from '../types.js';
-import { observeRow, type Metrics } from '../metrics.js';
-import {
-  createResponseTap,
-  createUsageStripper,
-  injectStreamUsage,
-  isDecodableEncoding,
-  parseRequestInfo,
-} from '../usage/index.js';
+import { injectStreamUsage, parseRequestInfo } from '../usage/index.js';
+import { failInternally, finish, refuse } from './answer.js';
 import { readBody } from './body.js';
-import { pump } from './pump.js';
-import { midResponseFailure, newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
-import {
-  filterResponseHeaders,
-  findDuplicateSingleton,
-  forwardRequestHeaders,
-  hasUnderscoreKeyHeader,
-} from './headers.js';
-import { classifyUpstreamError } from './upstream-errors.js';
+import type { ProxyServices, Shutdown } from './context.js';
+import { newExchange, type Exchange } from './exchange.js';
+import { CallerWatch, forward } from './forward.js';
+import { findDuplicateSingleton, hasUnderscoreKeyHeader } from './headers.js';
+import { streamBack } from './stream-back.js';
 import { resolveTarget } from './target.js';
 
-export interface ProxyContext extends RowContext {
-  config: Readonly<Config>;
-  keys: KeyVerifier;
-  lastUsed: LastUsedTracker;
-  record: (row: RequestLogRow) => void;
-  limits: Limits;
-  metrics: Metrics;
-  log: Logger;
-  dispatcher: Dispatcher;
-  isDraining: () => boolean;
-  /** Aborts for in-flight upstream requests, so shutdown can cut what outlives the drain deadline. */
-  inflight: Set<() => void>;
-  /** Every exchange until its log row is queued: shutdown waits for these before the final flush. */
-  active: Set<Promise<void>>;
-}
+export type { ProxyServices, Shutdown } from './context.js';
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 
-export function createProxyHandler(ctx: ProxyContext): (req: IncomingMessage, res: ServerResponse) => void {
+export function createProxyHandler(
+  s: ProxyServices,
+  shutdown: Shutdown,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    const done = handle(ctx, req, res)
+    const ex = newExchange(newId(), performance.now(), req.socket.remoteAddress);
+    const done = handle(s, shutdown, ex, req, res)
       .catch((err: unknown) => {
-        ctx.log.error({ err }, 'proxy handler failed');
-        if (!res.headersSent) res.writeHead(500).end();
-        else res.destroy();
+        try {
+          failInternally(s, ex, req, res, err);
+        } catch (again) {
+          s.log.error({ err: again, reqId: ex.id }, 'proxy failure handling failed');
+          res.destroy();
+        }
       })
-      .finally(() => ctx.active.delete(done));
-    ctx.active.add(done);
+      .finally(() => shutdown.active.delete(done));
+    shutdown.active.add(done);
   };
 }
 
-async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const ex = newExchange(newId(), performance.now(), req.socket.remoteAddress);
+async function handle(
+  s: ProxyServices,
+  shutdown: Shutdown,
+  ex: Exchange,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   res.setHeader('x-keyrelay-request-id', ex.id);
 
   // 1. Route: which provider, which upstream path; refuse anything that could leave the configured origin.
   const target = resolveTarget(req.url ?? '');
+  ex.provider = target.provider ?? null;
   if (!target.ok) {
-    ex.provider = target.provider ?? null;
+    if (target.provider) ex.path = target.rawPath;
     const code = target.reason === 'unknown_provider' ? 'proxy_unknown_provider' : 'proxy_bad_request';
-    return refuse(ctx, ex, req, res, new ProxyError(code, target.detail));
+    return refuseBeforeKey(s, ex, req, res, new ProxyError(code, target.detail));
   }
-  ex.provider = target.provider;
   ex.path = target.path + target.query;
   // Claude Code probes its base URL with an unauthenticated HEAD at start; answer it without going upstream.
   if (req.method === 'HEAD' && target.path === '/') return void res.writeHead(200).end();
-  if (!METHODS.has(req.method ?? ''))
-    return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Unsupported method.'));
-  const dup = findDuplicateSingleton(req.rawHeaders);
-  if (dup) return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', `Duplicate ${dup} header.`));
-  if (hasUnderscoreKeyHeader(req.rawHeaders))
-    return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', 'Send the key as proxy-api-key.'));
+  const malformed = checkRequestLine(req);
+  if (malformed) return refuseBeforeKey(s, ex, req, res, malformed);
 
   // 2. Authenticate: format and checksum, then the in-memory cache; no database read in the steady state.
-  const presented = req.headers['proxy-api-key'];
-  const { key, error } = await ctx.keys.check(typeof presented === 'string' ? presented : undefined);
-  ex.key = key;
-  if (error) return refuse(ctx, ex, req, res, error);
+  const checked = await s.keys.check(presentedKey(req));
+  ex.key = checked.key;
+  if (!checked.ok) return refuse(s, ex, req, res, checked.error);
+  const key = checked.key;
   // Checked after the key so that the refusal is logged against it like every other answer.
-  if (ctx.isDraining()) return refuse(ctx, ex, req, res, new ProxyError('proxy_unavailable', undefined, 5));
-  ctx.lastUsed.mark(key!.id, ex.createdAt);
+  if (shutdown.isDraining())
+    return refuse(s, ex, req, res, new ProxyError('proxy_unavailable', undefined, 5));
+  s.lastUsed.mark(key.id, ex.createdAt);
   ex.logBodies = req.headers['proxy-log-bodies'] !== 'false';
 
-  // 3. Body: bounded, forwarded as received (one documented exception: OpenAI stream usage, see usage/).
+  // 3. Body: bounded, forwarded as received (one documented exception: stream usage, see usage/).
   try {
-    ex.requestBody = await readBody(req, ctx.config.maxBodyBytes);
+    ex.requestBody = await readBody(req, s.config.maxBodyBytes);
   } catch (err) {
-    if (err instanceof ProxyError) return refuse(ctx, ex, req, res, err);
-    return finish(ctx, ex, req, res, 'client_aborted');
+    if (err instanceof ProxyError) return refuse(s, ex, req, res, err);
+    return finish(s, ex, req, res, 'client_aborted');
   }
   ex.info = parseRequestInfo(target.provider, target.path, ex.requestBody, req.headers['content-type']);
   // Per-key controls need the model, so they run once the body is parsed; memory only, no await.
-  const limited = ctx.limits.check(key!, target.provider, ex.info.model, req.method);
-  if (limited) return refuse(ctx, ex, req, res, limited);
-  const injected = ctx.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
+  const limited = s.limits.check(key, target.provider, ex.info.model, req.method);
+  if (limited) return refuse(s, ex, req, res, limited);
+  const injected = s.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
 
-  // 4. Forward. A caller that goes away aborts the upstream request at once, also before the first byte.
-  // undici takes an EventEmitter as its signal: cheaper than an AbortController per request. A 'close'
-  // after a complete response is not an abort (aborting then would cost the pooled upstream connection).
-  const abort = new EventEmitter();
-  let aborted = false;
-  const onClose = () => {
-    if (aborted || res.writableFinished) return;
-    aborted = true;
-    abort.emit('abort');
-  };
-  res.once('close', onClose);
-  ctx.inflight.add(onClose);
-  let upstream: Dispatcher.ResponseData;
-  try {
-    const body = injected ?? ex.requestBody;
-    // The dispatcher, not undici's request(url): that parses a URL, which would re-encode the caller's
-    // path and query (e.g. ' → %27); the path goes upstream exactly as received and validated.
-    upstream = await ctx.dispatcher.request({
-      origin: ctx.config.upstreams[target.provider],
-      path: ex.path,
-      method: req.method as Dispatcher.HttpMethod,
-      headers: forwardRequestHeaders(req.rawHeaders, req.headers.connection),
-      body: body.length > 0 || (req.method !== 'GET' && req.method !== 'HEAD') ? body : undefined,
-      signal: abort,
-      headersTimeout: ctx.config.headersTimeoutMs,
-      bodyTimeout: ctx.config.idleTimeoutMs,
-    });
-  } catch (err) {
-    ctx.inflight.delete(onClose);
-    if (res.destroyed || aborted) return finish(ctx, ex, req, res, 'client_aborted');
-    const failure = classifyUpstreamError(err);
-    ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: failure.kind });
-    return refuse(ctx, ex, req, res, failure.error, failure.outcome);
+  // 4. Forward; from here a caller that goes away aborts the upstream request at once.
+  const watch = new CallerWatch(res, shutdown.inflight);
+  const origin = s.config.upstreams[target.provider];
+  const sent = await forward(s, req, res, { origin, path: ex.path, body: injected ?? ex.requestBody }, watch);
+  if (!sent.ok) {
+    if (sent.aborted) return finish(s, ex, req, res, 'client_aborted');
+    s.metrics.upstreamErrors.inc({ provider: target.provider, kind: sent.failure.kind });
+    return refuse(s, ex, req, res, sent.failure.error, sent.failure.outcome);
   }
 
   // 5. Stream back, unbuffered, with backpressure; the tap reads usage as bytes pass.
-  const headers = filterResponseHeaders(upstream.headers);
-  let stripper: Transform | null = null;
-  const encoding = upstream.headers['content-encoding'];
-  const contentType = upstream.headers['content-type'];
-  // Only a successful SSE stream carries what the injection added; error bodies pass as they are.
-  if (
-    injected &&
-    upstream.statusCode < 300 &&
-    typeof contentType === 'string' &&
-    contentType.startsWith('text/event-stream') &&
-    (encoding === undefined || (typeof encoding === 'string' && isDecodableEncoding(encoding)))
-  ) {
-    stripper = createUsageStripper(encoding, { maxEventBytes: ctx.config.sseEventBytes });
-    delete headers['content-length'];
-    delete headers['content-encoding'];
-  }
-  headers['x-keyrelay-request-id'] = ex.id;
-  ex.status = upstream.statusCode;
-  ex.responseHeaders = headers;
-  const tap = createResponseTap(
-    ex.info,
-    { status: upstream.statusCode, headers: upstream.headers },
-    {
-      bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0,
-      maxDecodedBytes: ctx.config.usageDecodeBytes,
-      maxEventBytes: ctx.config.sseEventBytes,
-    },
-  );
-  res.writeHead(upstream.statusCode, headers);
-  // Node holds the head until the first body write. For a stream, upstream already sent its head and SDKs
-  // resolve on it: send it now. Other bodies follow their head at once, and go out in one write with it.
-  if (typeof contentType === 'string' && contentType.startsWith('text/event-stream')) res.flushHeaders();
-  // (writeHead only stores the head: headersSent is true before a byte has left.)
-  else setImmediate(() => ex.responseBytes > 0 || res.destroyed || res.flushHeaders()); // body slow to come
-  upstream.body.on('data', (chunk: Buffer) => {
-    if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
-    ex.responseBytes += chunk.length;
-    tap.write(chunk);
-  });
-  let outcome: Exchange['outcome'] = upstream.statusCode >= 400 ? 'upstream_error' : 'ok';
-  let complete = true;
-  try {
-    await pump(upstream.body, stripper, res);
-  } catch (err) {
-    complete = false;
-    if (aborted && !ctx.isDraining()) outcome = 'client_aborted';
-    else {
-      const failure = classifyUpstreamError(err);
-      outcome = ctx.isDraining() ? 'timeout' : failure.outcome;
-      ({ code: ex.errorCode, message: ex.errorMessage } = midResponseFailure(failure, ctx.isDraining()));
-      ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: failure.kind });
-      // Never let a cut stream look complete: end the caller's response abnormally, after the head
-      // upstream did send.
-      cutResponse(res);
-    }
-  } finally {
-    ctx.inflight.delete(onClose);
-    res.off('close', onClose);
-  }
-  if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
-  ex.usage = tap.finish(complete);
-  ex.responseBody = tap.body();
-  if (upstream.statusCode >= 500)
-    ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: 'status_5xx' });
-  finish(ctx, ex, req, res, outcome);
+  const outcome = await streamBack(s, shutdown, ex, res, sent.upstream, watch, injected !== null);
+
+  // 6. Record, after the last byte.
+  finish(s, ex, req, res, outcome);
 }
 
 /**
- * Ends the caller's response abnormally (no terminating chunk, or short of its content-length) but only
- * after what was already written, the head included, has left: destroy() would discard it. A caller that
- * does not read gets a few seconds, then the socket is destroyed anyway.
+ * A refusal decided before the key is looked at. The answer does not depend on the key, but a known key
+ * gets the refusal logged against it, so that the request id on the answer names a row (a row needs a
+ * provider to be filed under: a target naming none is refused unlogged).
  */
-function cutResponse(res: ServerResponse): void {
-  const socket = res.socket;
-  res.flushHeaders(); // a no-op once the head is out
-  if (!socket || socket.writableLength === 0) return void res.destroy();
-  socket.destroySoon();
-  setTimeout(() => socket.destroy(), 5_000).unref();
-}
-
-/** keyrelay's own refusal, in the provider's error shape; logged when the key is known. */
-function refuse(
-  ctx: ProxyContext,
+async function refuseBeforeKey(
+  s: ProxyServices,
   ex: Exchange,
   req: IncomingMessage,
   res: ServerResponse,
   err: ProxyError,
-  outcome: Exchange['outcome'] = 'refused',
-): void {
-  ex.status = err.status;
-  ex.errorCode = err.code;
-  ex.errorMessage = err.message;
-  if (!res.headersSent && !res.destroyed) {
-    const body = renderProxyError(ex.provider, err);
-    const headers: Record<string, string | number> = {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-      'x-keyrelay-error': err.code,
-      'x-keyrelay-request-id': ex.id,
-      'x-content-type-options': 'nosniff',
-    };
-    if (err.retryAfterSeconds !== undefined) headers['retry-after'] = err.retryAfterSeconds;
-    // An unread body (413, refused before reading) would be taken for the next request on this connection.
-    if (!req.complete) headers.connection = 'close';
-    res.writeHead(err.status, headers).end(body);
-  }
-  if (
-    err.code === 'proxy_body_too_large' ||
-    err.code === 'proxy_bad_request' ||
-    err.code.startsWith('proxy_key')
-  ) {
-    ctx.log.info({ reqId: ex.id, code: err.code, provider: ex.provider }, 'proxy request refused');
-  } else if (outcome !== 'refused') {
-    ctx.log.warn(
-      { reqId: ex.id, code: err.code, provider: ex.provider, detail: err.message },
-      'upstream failure',
-    );
-  }
-  finish(ctx, ex, req, res, outcome);
+): Promise<void> {
+  if (ex.provider) ex.key = (await s.keys.check(presentedKey(req))).key;
+  refuse(s, ex, req, res, err);
 }
 
-function finish(
-  ctx: ProxyContext,
-  ex: Exchange,
-  req: IncomingMessage,
-  res: ServerResponse,
-  outcome: Exchange['outcome'],
-): void {
-  ex.outcome = outcome;
-  const endedAt = performance.now();
-  if (outcome === 'client_aborted' && !res.headersSent) ex.status = 0;
-  if (!ex.key || !ex.provider) return; // nothing to attribute the row to
-  const row = toLogRow(ex, req, ctx, endedAt);
-  observeRow(ctx.metrics, row);
-  ctx.record(row);
-  ctx.limits.record(row);
+function presentedKey(req: IncomingMessage): string | undefined {
+  const presented = req.headers['proxy-api-key'];
+  return typeof presented === 'string' ? presented : undefined;
+}
+
+/** What keyrelay refuses in the request line and headers, before the key is even looked at. */
+function checkRequestLine(req: IncomingMessage): ProxyError | null {
+  if (!METHODS.has(req.method ?? '')) return new ProxyError('proxy_bad_request', 'Unsupported method.');
+  const dup = findDuplicateSingleton(req.rawHeaders);
+  if (dup) return new ProxyError('proxy_bad_request', `Duplicate ${dup} header.`);
+  if (hasUnderscoreKeyHeader(req.rawHeaders))
+    return new ProxyError('proxy_bad_request', 'Send the key as proxy-api-key.');
+  return null;
 }

@@ -1,5 +1,5 @@
 /**
- * What crosses keyrelay, in each direction (SPEC §2). Request headers are copied from `rawHeaders` so names,
+ * What crosses keyrelay, in each direction (docs/ARCHITECTURE.md, "Forward"). Request headers are copied from `rawHeaders` so names,
  * values and order reach upstream byte-for-byte; only what must not cross is dropped.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -116,13 +116,4 @@ export function hasUnderscoreKeyHeader(rawHeaders: readonly string[]): boolean {
     if (name.length === 13 && name.toLowerCase() === 'proxy_api_key') return true;
   }
   return false;
-}
-
-/** The provider credential as sent (`x-api-key` or `Authorization`), for fingerprinting only. */
-export function providerCredential(headers: IncomingHttpHeaders): string | null {
-  const apiKey = headers['x-api-key'];
-  if (typeof apiKey === 'string' && apiKey) return apiKey;
-  const auth = headers.authorization;
-  if (typeof auth === 'string' && auth) return auth.replace(/^Bearer\s+/i, '');
-  return null;
 }

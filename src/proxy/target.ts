@@ -7,15 +7,18 @@
  * leave to whoever parses the URL next.
  */
 import type { Provider } from '../types.js';
+import { providerByRoute } from '../providers/index.js';
 
 export const PROXY_PREFIX = '/api/proxy/';
 
 export type TargetResult =
   | { ok: true; provider: Provider; path: string; query: string }
-  // `provider` is set when the route named one, so the refusal can take that provider's error shape.
-  | { ok: false; reason: 'unknown_provider' | 'bad_path'; detail: string; provider?: Provider };
+  // `provider` is set when the route named one, so the refusal can take that provider's error shape and be
+  // logged under it, with `rawPath` (what followed the provider, as received) as the row's path.
+  | { ok: false; reason: 'unknown_provider'; detail: string; provider?: undefined }
+  | { ok: false; reason: 'bad_path'; detail: string; provider?: undefined }
+  | { ok: false; reason: 'bad_path'; detail: string; provider: Provider; rawPath: string };
 
-const PROVIDERS: Record<string, Provider> = { openai: 'openai', anthropic: 'anthropic' };
 // Control characters, space, backslash, fragment and characters Node would not give us raw anyway.
 
 const RAW_FORBIDDEN = /[\u0000-\u0020\u007f\\#]/;
@@ -60,26 +63,33 @@ export function resolveTarget(rawUrl: string): TargetResult {
   const afterPrefix = pathPart.slice(PROXY_PREFIX.length);
   const slash = afterPrefix.indexOf('/');
   const name = slash === -1 ? afterPrefix : afterPrefix.slice(0, slash);
-  const provider = PROVIDERS[name];
+  const provider = providerByRoute(name)?.id;
   if (!provider) return { ok: false, reason: 'unknown_provider', detail: 'Unknown provider.' };
   const rest = slash === -1 ? '' : afterPrefix.slice(slash);
+  const rawPath = rawUrl.slice(PROXY_PREFIX.length + name.length);
 
   if (RAW_FORBIDDEN.test(rawUrl))
-    return { ok: false, reason: 'bad_path', provider, detail: 'Forbidden character in path.' };
+    return { ok: false, reason: 'bad_path', provider, rawPath, detail: 'Forbidden character in path.' };
   if (rest.startsWith('//'))
-    return { ok: false, reason: 'bad_path', provider, detail: 'Path may not start with //.' };
+    return { ok: false, reason: 'bad_path', provider, rawPath, detail: 'Path may not start with //.' };
   const segments = rest.split('/');
   for (let i = 1; i < segments.length; i++) {
     const seg = segments[i]!;
     if (seg === '' && i !== segments.length - 1) {
-      return { ok: false, reason: 'bad_path', provider, detail: 'Empty path segment.' };
+      return { ok: false, reason: 'bad_path', provider, rawPath, detail: 'Empty path segment.' };
     }
     const why = badSegment(seg);
-    if (why) return { ok: false, reason: 'bad_path', provider, detail: `Refused path: ${why}.` };
+    if (why) return { ok: false, reason: 'bad_path', provider, rawPath, detail: `Refused path: ${why}.` };
   }
   // The query cannot change the origin, but encoded control characters in it are never legitimate.
   if (/%(?:[01][0-9a-f]|7f)/i.test(query)) {
-    return { ok: false, reason: 'bad_path', provider, detail: 'Encoded control character in query.' };
+    return {
+      ok: false,
+      reason: 'bad_path',
+      provider,
+      rawPath,
+      detail: 'Encoded control character in query.',
+    };
   }
   return { ok: true, provider, path: rest === '' ? '/' : rest, query };
 }

@@ -1,9 +1,11 @@
-/** Request cost from @pydantic/genai-prices' bundled price data (SPEC §5: a maintained library). */
+/** Request cost from @pydantic/genai-prices' bundled price data: a maintained library, never our own table. */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as GenaiPrices from '@pydantic/genai-prices';
 import type { Provider as PriceProvider } from '@pydantic/genai-prices';
+import type { Provider } from '../types.js';
+import { PROVIDERS } from '../providers/index.js';
 import type { Usage } from './types.js';
 
 const require = createRequire(import.meta.url);
@@ -35,11 +37,13 @@ export const PRICE_SOURCE = `genai-prices@${readLibraryVersion()}`;
 const matches = new Map<string, PriceProvider | null>();
 const MATCHES_MAX = 1000;
 
-function findPriceProvider(provider: 'openai' | 'anthropic', model: string): PriceProvider | null {
+function findPriceProvider(provider: Provider, model: string): PriceProvider | null {
   const key = `${provider}\u0000${model}`;
   const cached = matches.get(key);
   if (cached !== undefined) return cached;
-  const probe = calcPrice({ input_tokens: 0, output_tokens: 0 }, model, { providerId: provider });
+  const probe = calcPrice({ input_tokens: 0, output_tokens: 0 }, model, {
+    providerId: PROVIDERS[provider].priceProviderId,
+  });
   const found = probe ? { ...probe.provider, models: [probe.model] } : null;
   if (matches.size >= MATCHES_MAX) matches.clear();
   matches.set(key, found);
@@ -47,7 +51,7 @@ function findPriceProvider(provider: 'openai' | 'anthropic', model: string): Pri
 }
 
 export function computeCost(
-  provider: 'openai' | 'anthropic',
+  provider: Provider,
   model: string | null,
   usage: Usage,
 ): { cost_usd: number | null; price_source: string | null } {

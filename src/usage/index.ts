@@ -1,6 +1,7 @@
 /**
  * The usage layer: what a request asks (parseRequestInfo), what its response used (createResponseTap), what
- * it cost (computeCost), and SPEC §2's one body exception (injectStreamUsage + createUsageStripper).
+ * it cost (computeCost), and the one change to a request body (injectStreamUsage + createUsageStripper).
+ * What differs per provider and endpoint comes from src/providers/.
  *
  * Decisions: input_tokens counts every prompt token (Anthropic: input + cache writes + cache reads). An
  * error or redirect response bills nothing: usage `none`, tokens null. A stream whose final usage never
@@ -15,4 +16,3 @@ export { createResponseTap } from './response-tap.js';
 export { injectStreamUsage, createUsageStripper } from './stream-usage.js';
 export { isDecodableEncoding } from './decoder.js';
 export { computeCost, PRICE_SOURCE } from './cost.js';
-export { classifyEndpoint, type Endpoint } from './normalize.js';

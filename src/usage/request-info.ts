@@ -1,6 +1,8 @@
 /** What the usage layer needs from a request body, parsed once per request. */
-import type { RequestInfo } from './types.js';
+import type { Provider } from '../types.js';
+import { PROVIDERS } from '../providers/index.js';
 import { isRecord } from './normalize.js';
+import type { RequestInfo } from './types.js';
 
 /** Bodies larger than this are not parsed: a prompt is never this big, an upload might be. */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
@@ -25,7 +27,7 @@ function str(v: unknown): string | null {
 }
 
 export function parseRequestInfo(
-  provider: 'openai' | 'anthropic',
+  provider: Provider,
   path: string,
   body: Buffer,
   contentType: string | undefined,
@@ -39,15 +41,7 @@ export function parseRequestInfo(
     }
   }
   const obj = isRecord(json) ? json : null;
-  let endUser: string | null = null;
-  if (obj) {
-    endUser =
-      provider === 'openai'
-        ? (str(obj.user) ?? str(obj.safety_identifier))
-        : isRecord(obj.metadata)
-          ? str(obj.metadata.user_id)
-          : null;
-  }
+  const endUser = obj ? PROVIDERS[provider].endUser(obj) : null;
   return {
     provider,
     path,

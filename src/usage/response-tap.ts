@@ -2,21 +2,12 @@
  * Reads usage from a response as it passes: a JSON body at the end, an SSE stream event by event. Only
  * observes; never throws into the proxy (a body it cannot read yields an estimate or `none`).
  */
+import { endpointOf } from '../providers/index.js';
+import type { Endpoint, Reported } from '../providers/types.js';
 import { BodyPrefix, HeadTail } from './body-buffers.js';
 import { createBodyDecoder, isCompressed, type BodyDecoder } from './decoder.js';
 import { collectResponseText, estimateRequestTokens, OutputCounter } from './estimate.js';
-import {
-  anthropicCounts,
-  classifyEndpoint,
-  emptyAnthropicParts,
-  findUsageObject,
-  isRecord,
-  mergeAnthropicUsage,
-  normalizeOpenAIUsage,
-  type AnthropicParts,
-  type Endpoint,
-  type TokenCounts,
-} from './normalize.js';
+import { findUsageObject, isRecord, modelInHead, type TokenCounts } from './normalize.js';
 import { createStreamReader, type StreamReader } from './stream-reader.js';
 import type { RequestInfo, ResponseTap, Usage } from './types.js';
 
@@ -60,7 +51,8 @@ export function createResponseTap(
   res: { status: number; headers: Headers },
   opts: TapOptions,
 ): ResponseTap {
-  const endpoint = classifyEndpoint(info.provider, info.path);
+  const endpoint = endpointOf(info.provider, info.path);
+  const reader = endpoint.usage;
   const contentType = (header(res.headers, 'content-type') ?? '').toLowerCase();
   // A stream without a content-type is still a stream when the caller asked for one.
   const isSse = contentType.includes('text/event-stream') || (contentType === '' && info.stream);
@@ -73,8 +65,8 @@ export function createResponseTap(
   const output = new OutputCounter();
   // Only token-billed endpoints are parsed; the rest just feed the body log.
   const stream: StreamReader | null =
-    isSse && endpoint ? createStreamReader(endpoint, output, opts.maxEventBytes) : null;
-  const json = !isSse && endpoint ? new HeadTail(MAX_JSON_BYTES, JSON_EDGE_BYTES) : null;
+    isSse && reader ? createStreamReader(reader.sse(output), opts.maxEventBytes) : null;
+  const json = !isSse && reader ? new HeadTail(MAX_JSON_BYTES, JSON_EDGE_BYTES) : null;
   let unreadable = decoder === null;
   let result: Usage | null = null;
 
@@ -134,14 +126,7 @@ export function createResponseTap(
   };
 }
 
-interface Reported {
-  counts: TokenCounts | null;
-  anthropic: AnthropicParts | null;
-  model: string | null;
-  final: boolean; // the provider's usage for the whole request was seen
-}
-
-function readJson(provider: RequestInfo['provider'], body: HeadTail, output: OutputCounter): Reported {
+function readJson(endpoint: Endpoint, body: HeadTail, output: OutputCounter): Reported {
   const { whole, head, tail } = body.read();
   let parsed: unknown = null;
   if (whole !== null) {
@@ -160,42 +145,32 @@ function readJson(provider: RequestInfo['provider'], body: HeadTail, output: Out
     collectResponseText(inner, output);
   } else if (whole === null) {
     usage = findUsageObject(tail);
-    model = /"model"\s*:\s*"([^"\\]{1,200})"/.exec(head)?.[1] ?? null;
+    model = modelInHead(head);
   }
-  if (provider === 'openai') {
-    const counts = normalizeOpenAIUsage(usage);
-    return { counts, anthropic: null, model, final: counts !== null };
-  }
-  const parts = emptyAnthropicParts();
-  const seen = mergeAnthropicUsage(parts, usage);
-  return { counts: null, anthropic: seen ? parts : null, model, final: seen };
+  const { counts, final } = endpoint.usage!.json(usage);
+  return { counts, model, final };
 }
 
 function computeUsage(
   info: RequestInfo,
-  endpoint: Endpoint | null,
+  endpoint: Endpoint,
   status: number,
   stream: StreamReader | null,
   json: HeadTail | null,
   output: OutputCounter,
 ): Usage {
-  if (!endpoint) return { ...NO_TOKENS, source: 'none', model: null };
+  if (!endpoint.usage) return { ...NO_TOKENS, source: 'none', model: null };
   const reported: Reported = stream
     ? stream.reported()
     : json
-      ? readJson(info.provider, json, output)
-      : { counts: null, anthropic: null, model: null, final: false };
-  const model = reported.model;
+      ? readJson(endpoint, json, output)
+      : { counts: null, model: null, final: false };
+  const { counts, model } = reported;
 
-  if (reported.counts) {
-    return { ...reported.counts, source: reported.final ? 'provider' : 'partial', model };
-  }
-  if (reported.anthropic) {
-    const counts = anthropicCounts(reported.anthropic);
+  if (counts) {
     if (reported.final) return { ...counts, source: 'provider', model };
-    // Cut short: message_start's output count is a placeholder; what was streamed says more.
-    const streamed = output.total();
-    const out = Math.max(counts.output_tokens ?? 0, streamed);
+    // Cut short (Anthropic: message_start's output count is a placeholder): what was streamed says more.
+    const out = Math.max(counts.output_tokens ?? 0, output.total());
     return { ...counts, output_tokens: out, source: 'partial', model };
   }
   // The provider bills nothing for a refused request: no estimate for an error (or redirect) response.
@@ -206,7 +181,7 @@ function computeUsage(
     input_tokens: input,
     cache_read_tokens: null,
     cache_write_tokens: null,
-    output_tokens: endpoint === 'openai-embeddings' ? 0 : output.total(),
+    output_tokens: endpoint.usage.generatesOutput ? output.total() : 0,
     reasoning_tokens: null,
     source: 'estimated',
     model,

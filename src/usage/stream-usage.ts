@@ -1,12 +1,14 @@
 /**
- * SPEC §2's one exception to forwarding bodies as received: an OpenAI streaming chat completion that did
- * not ask for usage is sent upstream asking for it, and what that added is removed from the stream again,
- * so the caller gets the bytes it would have got directly while the log gets the provider's usage.
+ * The one exception to forwarding bodies as received (docs/ARCHITECTURE.md, "Body"): a streaming call to an
+ * endpoint whose row says `injectStreamUsage` (OpenAI chat completions) that did not ask for usage is sent
+ * upstream asking for it, and what that added is removed from the stream again, so the caller gets the
+ * bytes it would have got directly while the log gets the provider's usage.
  */
 import { PassThrough, Transform } from 'node:stream';
 import { createBodyDecoder } from './decoder.js';
 import { findTopLevelMember, removeMember } from './json-members.js';
-import { classifyEndpoint, isRecord } from './normalize.js';
+import { endpointOf } from '../providers/index.js';
+import { isRecord } from './normalize.js';
 import { SseSplitter, type SseSegment } from './sse-splitter.js';
 import type { RequestInfo } from './types.js';
 
@@ -14,8 +16,8 @@ const INSERT = Buffer.from('"stream_options":{"include_usage":true},');
 
 /** The request body to send instead (asking for usage), or null to send the original. */
 export function injectStreamUsage(info: RequestInfo, body: Buffer): Buffer | null {
-  if (info.provider !== 'openai' || !info.stream || !isRecord(info.json)) return null;
-  if (classifyEndpoint(info.provider, info.path) !== 'openai-chat') return null;
+  if (!info.stream || !isRecord(info.json)) return null;
+  if (!endpointOf(info.provider, info.path).injectStreamUsage) return null;
   const options = info.json.stream_options;
   if (isRecord(options) && options.include_usage === true) return null;
   if (options === undefined) {

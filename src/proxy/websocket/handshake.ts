@@ -48,8 +48,8 @@ export function splitProtocols(header: string | string[] | undefined): OfferedPr
 }
 
 /**
- * The caller's headers for the upstream handshake, SPEC §2's rules (names, values and order as sent) minus
- * the handshake's own fields. ws takes an object: a repeated name becomes an array, sent as repeated lines.
+ * The caller's headers for the upstream handshake, by the HTTP path's rules (headers.ts: names, values and
+ * order as sent, credentials and hop-by-hop fields dropped) minus the handshake's own fields. ws takes an object: a repeated name becomes an array, sent as repeated lines.
  */
 export function upstreamHandshakeHeaders(req: IncomingMessage): Record<string, string | string[]> {
   const flat = forwardRequestHeaders(req.rawHeaders, req.headers.connection);

@@ -1,5 +1,5 @@
 /**
- * WebSockets under /api/proxy/<provider>/… (SPEC §5a), hooked on the node:http server's 'upgrade' event:
+ * WebSockets under /api/proxy/<provider>/… (docs/websockets.md), hooked on the node:http server's 'upgrade' event:
  *   route → handshake checks → key (header or `keyrelay-key.` subprotocol) → limits → upstream handshake
  *   → caller handshake with the subprotocol upstream chose → relay (relay.ts) → rows (ledger.ts).
  * Every refusal is an HTTP answer before the upgrade, in the provider's error shape; an upstream that
@@ -11,20 +11,16 @@ import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { Gauge } from 'prom-client';
 import WebSocket, { WebSocketServer } from 'ws';
-import type { Config } from '../../config.js';
 import { ProxyError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { KeyEvent } from '../../keys/events.js';
-import type { LastUsedTracker } from '../../keys/last-used.js';
-import type { KeyVerifier } from '../../keys/verify.js';
-import type { Limits } from '../../limits/limiter.js';
 import type { Provider, RequestLogRow } from '../../types.js';
-import { observeRow, type Metrics } from '../../metrics.js';
+import { observeRow } from '../../metrics.js';
 import type { KeyRecord } from '../../store/types.js';
-import type { RowContext } from '../exchange.js';
-import { findDuplicateSingleton, providerCredential } from '../headers.js';
+import { PROVIDER_IDS, PROVIDERS, providerCredential } from '../../providers/index.js';
+import type { ProxyServices, Shutdown } from '../context.js';
+import { findDuplicateSingleton } from '../headers.js';
 import { PROXY_PREFIX, resolveTarget } from '../target.js';
-import { protocolOf } from './events.js';
 import {
   handshakeProblem,
   passBackHeaders,
@@ -38,16 +34,8 @@ import { SocketLedger, type SocketFacts } from './ledger.js';
 import { servePlain } from './plain-fallback.js';
 import { openSocket, type OpenSocket } from './session.js';
 
-export interface WsProxyContext extends RowContext {
-  config: Readonly<Config>;
-  keys: KeyVerifier;
-  lastUsed: LastUsedTracker;
-  record: (row: RequestLogRow) => void;
-  limits: Limits;
-  metrics: Metrics;
-  log: { info(o: object, m: string): void; warn(o: object, m: string): void };
-  isDraining: () => boolean;
-}
+/** The HTTP proxy's services; sockets open their own upstream connections (ws), not through the pool. */
+export type WsProxyContext = Omit<ProxyServices, 'dispatcher'>;
 
 export interface WebSocketProxy {
   /** A key changed somewhere: its open sockets re-check it and close (1008) when it no longer works. */
@@ -60,7 +48,11 @@ export interface WebSocketProxy {
 /** Upstream's answer to a refused upgrade is passed back whole up to this size (error bodies are small). */
 const MAX_REFUSAL_BODY = 1024 * 1024;
 
-export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSocketProxy {
+export function attachWebSocketProxy(
+  server: Server,
+  ctx: WsProxyContext,
+  shutdown: Pick<Shutdown, 'isDraining'>,
+): WebSocketProxy {
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
@@ -126,7 +118,8 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
     if (sources > 1) return writeRefusal(socket, provider, bad('The key was given more than once.'), id);
     const presented = typeof header === 'string' ? header : offered.keys[0];
 
-    const { key, error } = await ctx.keys.check(presented);
+    const checked = await ctx.keys.check(presented);
+    const key = checked.key;
     const facts = key ? socketFacts(req, id, createdAt, startedAt, provider, path, key) : null;
     const ledger = facts ? new SocketLedger(ctx, facts, emit) : null;
     const refuse = (err: ProxyError) => {
@@ -137,11 +130,11 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
         ledger.socketRow({ ...emptySocket(), status: err.status, outcome: 'refused', errorCode: err.code }),
       );
     };
-    if (error) return refuse(error);
-    if (ctx.isDraining()) return refuse(new ProxyError('proxy_unavailable', undefined, 5));
-    ctx.lastUsed.mark(key!.id, createdAt);
+    if (!checked.ok) return refuse(checked.error);
+    if (shutdown.isDraining()) return refuse(new ProxyError('proxy_unavailable', undefined, 5));
+    ctx.lastUsed.mark(checked.key.id, createdAt);
     // Opening a socket counts as one request; each response.create on it counts again (session.ts).
-    const limited = ctx.limits.check(key!, provider, ledger!.model, 'GET');
+    const limited = ctx.limits.check(checked.key, provider, ledger!.model, 'GET');
     if (limited) return refuse(limited);
 
     // Upstream first: the caller's handshake is answered with what upstream answered.
@@ -315,11 +308,12 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
     path: string,
     key: KeyRecord,
   ): SocketFacts {
+    const events = PROVIDERS[provider].socket;
     const offered = splitProtocols(req.headers['sec-websocket-protocol']);
-    const insecure = offered.forward.find((p) => p.startsWith('openai-insecure-api-key.'));
+    const prefix = events?.credentialSubprotocol ? `${events.credentialSubprotocol}.` : null;
+    const inProtocol = prefix ? offered.forward.find((p) => p.startsWith(prefix)) : undefined;
     const credential =
-      providerCredential(req.headers) ??
-      (insecure ? insecure.slice('openai-insecure-api-key.'.length) : null);
+      providerCredential(provider, req.headers) ?? (inProtocol ? inProtocol.slice(prefix!.length) : null);
     return {
       id,
       createdAt,
@@ -328,7 +322,8 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
       path,
       key,
       req: redactedRequest(req),
-      protocol: protocolOf(path),
+      protocol: events?.protocolOf(path) ?? 'other',
+      events,
       logBodies: req.headers['proxy-log-bodies'] !== 'false',
       endUser: null,
       credentialFingerprint: credential ? ctx.fingerprint(credential) : null,
@@ -377,7 +372,19 @@ function emptySocket() {
   };
 }
 
-const CREDENTIAL_PROTOCOL = /^(keyrelay-key|openai-insecure-api-key)\.(.*)$/;
+/** Subprotocol names whose entries carry a credential: keyrelay's key, and any provider's (whatever the route). */
+const CREDENTIAL_PROTOCOLS = new Set(
+  ['keyrelay-key', ...PROVIDER_IDS.map((p) => PROVIDERS[p].socket?.credentialSubprotocol)].filter(
+    (p): p is string => !!p,
+  ),
+);
+
+function redactProtocol(entry: string): string {
+  const dot = entry.indexOf('.');
+  return dot > 0 && CREDENTIAL_PROTOCOLS.has(entry.slice(0, dot))
+    ? `${entry.slice(0, dot)}.[redacted]`
+    : entry;
+}
 
 /** The upgrade request as the log sees it: subprotocol entries that carry a key keep their name only. */
 function redactedRequest(req: IncomingMessage): IncomingMessage {
@@ -385,7 +392,7 @@ function redactedRequest(req: IncomingMessage): IncomingMessage {
   if (proto === undefined) return req;
   const redacted = (Array.isArray(proto) ? proto.join(',') : proto)
     .split(',')
-    .map((p) => p.trim().replace(CREDENTIAL_PROTOCOL, '$1.[redacted]'))
+    .map((p) => redactProtocol(p.trim()))
     .join(', ');
   const headers = { ...req.headers, 'sec-websocket-protocol': redacted };
   return { headers, method: req.method, socket: req.socket, rawHeaders: req.rawHeaders } as IncomingMessage;

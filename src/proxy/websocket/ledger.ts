@@ -9,15 +9,8 @@ import { newId } from '../../ids.js';
 import type { Outcome, Provider, RequestLogRow } from '../../types.js';
 import type { KeyRecord } from '../../store/types.js';
 import type { Usage } from '../../usage/types.js';
-import { newExchange, toLogRow, type RowContext } from '../exchange.js';
-import {
-  elideAudio,
-  END_EVENTS,
-  parseJsonObject,
-  peekServerType,
-  usageFromResponse,
-  type SocketProtocol,
-} from './events.js';
+import { newExchange, toLogRow, type RowSettings } from '../exchange.js';
+import type { SocketEvents, SocketProtocol } from '../../providers/types.js';
 
 export interface SocketFacts {
   id: string; // the socket row's id, and every row's connection_id
@@ -29,6 +22,8 @@ export interface SocketFacts {
   /** The upgrade request with credential-bearing subprotocol entries redacted. */
   req: IncomingMessage;
   protocol: SocketProtocol;
+  /** The provider's WebSocket events; null where keyrelay reads none (the socket is only relayed). */
+  events: SocketEvents | null;
   logBodies: boolean;
   endUser: string | null;
   credentialFingerprint: string | null;
@@ -65,7 +60,7 @@ export class SocketLedger {
   responses = 0;
 
   constructor(
-    private readonly ctx: RowContext,
+    private readonly ctx: RowSettings,
     private readonly facts: SocketFacts,
     private readonly emit: (row: RequestLogRow) => void,
   ) {
@@ -79,7 +74,7 @@ export class SocketLedger {
       id: newId(),
       createdAt: new Date().toISOString(),
       startedAt: now,
-      payload: this.facts.logBodies ? elideAudio(event) : null,
+      payload: this.forLog(event),
       payloadBytes: bytes,
       clientEventId: typeof event.event_id === 'string' ? event.event_id : null,
       responseId: null,
@@ -113,13 +108,15 @@ export class SocketLedger {
 
   /** Every server message as text (binary ones are not events). */
   onServerText(data: Buffer): void {
-    const type = peekServerType(data);
-    if (type === null) return;
+    const events = this.facts.events;
+    const type = events?.peekServerType(data) ?? null;
+    if (!events || type === null) return;
+    const kind = events.kindOf(type);
     const bytes = data.length;
     // Only the events read below are decoded in full; deltas and everything else never are.
     const json = () => parseJsonObject(data.toString('utf8'));
     const now = performance.now();
-    if (type.endsWith('.delta')) {
+    if (kind === 'delta') {
       const p = this.current(null);
       if (p) {
         p.responseBytes += bytes;
@@ -127,12 +124,12 @@ export class SocketLedger {
       }
       return;
     }
-    if (type === 'session.created' || type === 'session.updated') {
+    if (kind === 'session') {
       const session = json()?.session as { model?: unknown } | undefined;
       if (typeof session?.model === 'string' && session.model) this.model = session.model;
       return;
     }
-    if (type === 'response.created') {
+    if (kind === 'created') {
       const response = json()?.response as Record<string, unknown> | undefined;
       const rid = typeof response?.id === 'string' ? response.id : null;
       let p = this.pending.find((x) => x.responseId === null);
@@ -145,25 +142,25 @@ export class SocketLedger {
       p.responseBytes += bytes;
       return;
     }
-    if (END_EVENTS.has(type)) {
+    if (kind === 'end') {
       const event = json();
       const response = (event?.response ?? {}) as Record<string, unknown>;
       const rid = typeof response.id === 'string' ? response.id : null;
       const p = this.take(rid) ?? this.newPending(now, this.model);
       p.responseBytes += bytes;
       const status = typeof response.status === 'string' ? response.status : null;
-      const failed = type === 'response.failed' || status === 'failed';
-      const usage = usageFromResponse(response, p.model ?? this.model);
+      const failed = events.failed(type, status);
+      const usage = events.usageFromResponse(response, p.model ?? this.model);
       this.emitRow(p, now, {
         status: failed ? 500 : 200,
         outcome: failed ? 'upstream_error' : 'ok',
         errorCode: null,
         usage,
-        body: this.facts.logBodies ? elideAudio(response) : null,
+        body: this.forLog(response),
       });
       return;
     }
-    if (type === 'error') {
+    if (kind === 'error') {
       // Upstream refused a response.create (bad parameters, its own rate limit): that request's row.
       const event = json();
       const err = (event?.error ?? {}) as { event_id?: unknown };
@@ -184,7 +181,7 @@ export class SocketLedger {
         outcome: 'upstream_error',
         errorCode: null,
         usage: NO_USAGE,
-        body: this.facts.logBodies ? elideAudio(event) : null,
+        body: this.forLog(event),
       });
     }
   }
@@ -195,6 +192,12 @@ export class SocketLedger {
     for (const p of this.pending.splice(0)) {
       this.emitRow(p, now, { status: 0, outcome, errorCode: null, usage: NO_USAGE, body: null });
     }
+  }
+
+  /** An event's JSON for the log, or null when the key's requests keep no bodies. */
+  private forLog(value: unknown): string | null {
+    if (!this.facts.logBodies) return null;
+    return this.facts.events ? this.facts.events.forLog(value) : JSON.stringify(value);
   }
 
   private newPending(now: number, model: string | null): Pending {
@@ -251,7 +254,7 @@ export class SocketLedger {
     ex.ttfbMs = p.ttfbMs;
     ex.responseBytes = p.responseBytes;
     ex.usage = r.usage;
-    ex.responseBody = clip(r.body, this.ctx.bodyLogBytes);
+    ex.responseBody = clip(r.body, this.ctx.config.bodyLogBytes);
     const row = toLogRow(ex, f.req, this.ctx, endedAt);
     row.method = 'WS';
     row.request_bytes = p.payloadBytes;
@@ -300,7 +303,7 @@ export class SocketLedger {
     ex.ttfbMs = s.ttfbMs;
     ex.responseBytes = s.bytesOut;
     ex.responseHeaders = s.responseHeaders;
-    ex.responseBody = clip(s.responseBody ?? null, this.ctx.bodyLogBytes);
+    ex.responseBody = clip(s.responseBody ?? null, this.ctx.config.bodyLogBytes);
     const row = toLogRow(ex, f.req, this.ctx, performance.now());
     row.request_bytes = s.bytesIn;
     row.connection_id = f.id;
@@ -328,4 +331,13 @@ function modelFromQuery(path: string): string | null {
   if (q === -1) return null;
   const model = new URLSearchParams(path.slice(q + 1)).get('model');
   return model ? model.slice(0, 256) : null;
+}
+
+function parseJsonObject(text: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }

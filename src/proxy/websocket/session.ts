@@ -9,7 +9,6 @@ import type WebSocket from 'ws';
 import { newId } from '../../ids.js';
 import type { Outcome, RequestLogRow } from '../../types.js';
 import { redactHeaders } from '../headers.js';
-import { parseClientCreate, renderErrorEvent } from './events.js';
 import type { WsProxyContext } from './index.js';
 import type { SocketFacts, SocketLedger } from './ledger.js';
 import { Relay, type RelayEnd } from './relay.js';
@@ -47,8 +46,9 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
 
   const relay = new Relay(caller, upstream, ctx.config.ws, {
     fromCaller(data) {
-      if (facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
-      const event = parseClientCreate(data);
+      const events = facts.events;
+      if (!events || facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
+      const event = events.parseClientCreate(data);
       if (!event) return true;
       const model = ledger.modelOf(event);
       const refusal = ctx.limits.check(facts.key, facts.provider, model, 'POST');
@@ -59,7 +59,7 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
       }
       const clientEventId = typeof event.event_id === 'string' ? event.event_id : null;
       caller.send(
-        renderErrorEvent(
+        events.renderErrorEvent(
           facts.protocol,
           refusal.code,
           refusal.message,
@@ -114,12 +114,13 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
     keyId: facts.key.id,
     ended,
     async recheck() {
-      const { key, error } = await ctx.keys.check(o.presented);
+      const checked = await ctx.keys.check(o.presented);
       // An unreachable key store is not a revocation: the socket stays, the next event re-checks.
-      if (error && error.code !== 'proxy_unavailable') {
-        relay.close(1008, `keyrelay: ${error.code}`, error.code);
+      if (!checked.ok && checked.error.code !== 'proxy_unavailable') {
+        relay.close(1008, `keyrelay: ${checked.error.code}`, checked.error.code);
         return;
       }
+      const key = checked.key;
       if (key) {
         facts.key = key; // changed limits apply to the next response.create
         armExpiry(key.expires_at);

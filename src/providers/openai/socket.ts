@@ -5,17 +5,16 @@
  *   Responses WS mode:   https://developers.openai.com/api/reference/resources/responses/websocket-events
  */
 import type { Usage } from '../../usage/types.js';
+import type { SocketEvents, SocketProtocol } from '../types.js';
 
-export type SocketProtocol = 'realtime' | 'responses' | 'other';
-
-export function protocolOf(path: string): SocketProtocol {
+function protocolOf(path: string): SocketProtocol {
   if (/^\/v1\/realtime(?:$|[/?])/.test(path)) return 'realtime';
   if (/^\/v1\/responses(?:$|[/?])/.test(path)) return 'responses';
   return 'other';
 }
 
 /** End events: one log row each. */
-export const END_EVENTS = new Set([
+const END_EVENTS = new Set([
   'response.done', // Realtime
   'response.completed', // Responses WS
   'response.failed',
@@ -29,7 +28,7 @@ const TYPE_IN_PREFIX = /^\s*\{\s*"type"\s*:\s*"([^"\\]{1,80})"/;
  * The type of a server event, from its first bytes: OpenAI writes `type` first, and this runs on every
  * message (audio deltas included), where a full parse would cost more than the relay itself.
  */
-export function peekServerType(data: Buffer): string | null {
+function peekServerType(data: Buffer): string | null {
   const m = TYPE_IN_PREFIX.exec(data.toString('latin1', 0, Math.min(data.length, PEEK_CHARS)));
   return m ? m[1]! : null;
 }
@@ -39,7 +38,7 @@ export function peekServerType(data: Buffer): string | null {
  * escapes: a message that could be one (names it, or holds any \u escape) is parsed in full, so the limits
  * cannot be slipped past by reordering or escaping.
  */
-export function parseClientCreate(data: Buffer): Record<string, unknown> | null {
+function parseClientCreate(data: Buffer): Record<string, unknown> | null {
   if (!data.includes('response.create') && !data.includes('\\u')) return null;
   let parsed: unknown;
   try {
@@ -53,15 +52,6 @@ export function parseClientCreate(data: Buffer): Record<string, unknown> | null 
     : null;
 }
 
-export function parseJsonObject(text: string): Record<string, unknown> | null {
-  try {
-    const v: unknown = JSON.parse(text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
 const obj = (v: unknown): Record<string, unknown> =>
   typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {};
@@ -71,7 +61,7 @@ const obj = (v: unknown): Record<string, unknown> =>
  * cached_tokens_details.audio_tokens}, `output_token_details.audio_tokens`; Responses: `input_tokens_details`
  * .cached_tokens and `output_tokens_details.reasoning_tokens`. input/output are totals (audio included).
  */
-export function usageFromResponse(response: Record<string, unknown>, model: string | null): Usage {
+function usageFromResponse(response: Record<string, unknown>, model: string | null): Usage {
   const u = obj(response.usage);
   const input = num(u.input_tokens);
   const output = num(u.output_tokens);
@@ -100,7 +90,7 @@ const ELIDE_MIN_CHARS = 128;
 const AUDIO_KEYS = new Set(['audio', 'data', 'delta']);
 
 /** JSON for the log with base64 audio replaced by a note of its size (audio would fill BODY_LOG_BYTES). */
-export function elideAudio(value: unknown): string {
+function elideAudio(value: unknown): string {
   return JSON.stringify(value, (key, v: unknown) => {
     if (typeof v === 'string' && v.length >= ELIDE_MIN_CHARS && AUDIO_KEYS.has(key) && BASE64ISH.test(v)) {
       return `[base64 elided: ${Math.floor((v.length * 3) / 4)} bytes]`;
@@ -110,7 +100,7 @@ export function elideAudio(value: unknown): string {
 }
 
 /** keyrelay's refusal of one response.create, as an `error` event in the protocol's shape. */
-export function renderErrorEvent(
+function renderErrorEvent(
   protocol: SocketProtocol,
   code: string,
   message: string,
@@ -131,3 +121,24 @@ export function renderErrorEvent(
     error: { type: 'keyrelay_error', code, message, param: null, event_id: clientEventId },
   });
 }
+
+function kindOf(type: string): ReturnType<SocketEvents['kindOf']> {
+  if (type.endsWith('.delta')) return 'delta';
+  if (type === 'session.created' || type === 'session.updated') return 'session';
+  if (type === 'response.created') return 'created';
+  if (END_EVENTS.has(type)) return 'end';
+  if (type === 'error') return 'error';
+  return null;
+}
+
+export const OPENAI_SOCKET: SocketEvents = {
+  protocolOf,
+  credentialSubprotocol: 'openai-insecure-api-key',
+  peekServerType,
+  kindOf,
+  failed: (type, status) => type === 'response.failed' || status === 'failed',
+  parseClientCreate,
+  usageFromResponse,
+  forLog: elideAudio,
+  renderErrorEvent,
+};

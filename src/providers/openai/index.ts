@@ -1,0 +1,34 @@
+/** OpenAI: https://platform.openai.com/docs/api-reference */
+import type { ProviderModule } from '../types.js';
+import { OPENAI_SOCKET } from './socket.js';
+import { CHAT_USAGE, EMBEDDINGS_USAGE, RESPONSES_USAGE } from './usage.js';
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+export const openai: ProviderModule = {
+  id: 'openai',
+  route: 'openai',
+  priceProviderId: 'openai',
+  // An OpenAI-compatible upstream may take the key as `x-api-key` (some gateways do); it wins when both come.
+  credentialHeaders: ['x-api-key', 'authorization'],
+  // Matched at the path's end, so a base URL with or without /v1 (or a deployment prefix) classifies alike.
+  endpoints: [
+    { match: /\/chat\/completions$/, class: 'chat', usage: CHAT_USAGE, injectStreamUsage: true },
+    { match: /\/completions$/, class: 'completions', usage: CHAT_USAGE },
+    { match: /\/responses$/, class: 'responses', usage: RESPONSES_USAGE },
+    { match: /\/embeddings$/, class: 'embeddings', usage: EMBEDDINGS_USAGE },
+    { match: /\/audio\/transcriptions$/, class: 'audio_transcription', usage: null },
+    { match: /\/audio\/translations$/, class: 'audio_translation', usage: null },
+    { match: /\/audio\/speech$/, class: 'audio_speech', usage: null },
+    { match: /\/images\/(?:generations|edits|variations)$/, class: 'images', usage: null },
+    { match: /\/moderations$/, class: 'moderations', usage: null },
+    { match: /\/batches(?:\/[^/]+(?:\/cancel)?)?$/, class: 'batches', usage: null },
+    { match: /\/files(?:\/[^/]+(?:\/content)?)?$/, class: 'files', usage: null },
+    { match: /\/models(?:\/[^/]+)?$/, class: 'models', usage: null },
+    { match: /\/realtime(?:\/|$)/, class: 'realtime', usage: null },
+  ],
+  endUser: (body) => str(body.user) ?? str(body.safety_identifier),
+  errorBody: (err) =>
+    JSON.stringify({ error: { message: err.message, type: 'keyrelay_error', code: err.code } }),
+  socket: OPENAI_SOCKET,
+};
