@@ -28,6 +28,8 @@ export interface Options {
   stages: boolean;
   stageMs: number;
   pin: boolean;
+  /** A keyrelay column without the request log's full-text index (--no-fts-column to leave it out). */
+  noSearchColumn: boolean;
   /** Also run bench/websocket.ts afterwards. */
   ws: boolean;
   nice: boolean;
@@ -40,7 +42,7 @@ export interface Options {
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--profile] [--no-pin] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--profile] [--no-pin] [--no-fts-column] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
   --quick        one repetition of short runs (~2 min with the two 33 s idle waits)
   --reps N       repetitions per measurement (median reported; default 3)
   --rates A,B    fixed request rates of the open-loop latency steps (default 2000)
@@ -51,6 +53,7 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--stre
   --profile      also run the measured keyrelay under node --cpu-prof and print its top functions
   --no-pin       do not pin: by default every proxy runs on CPU 1 alone (taskset, all its threads),
                  the driver and the fake upstream on CPU 0
+  --no-fts-column  leave out the "kr no-FTS" column (keyrelay with the log's full-text trigger dropped)
   --ws           also run the WebSocket bench (npm run bench:ws) afterwards
   --nice         run the bench's processes at nice -15 (root): steadier numbers on a busy shared machine
   --node PATH    node binary for both proxies, e.g. /opt/node24/node_modules/node/bin/node
@@ -83,6 +86,7 @@ export function parseOptions(argv: string[]): Options {
     stageMs: quick ? 3000 : 5000,
     pin: true,
     ws: false,
+    noSearchColumn: true,
     nice: false,
     env: {},
     node: process.execPath,
@@ -102,6 +106,7 @@ export function parseOptions(argv: string[]): Options {
     else if (a === '--node-flag' && argv[i + 1]?.startsWith('--')) o.nodeFlags.push(argv[++i]!);
     else if (a === '--no-stages') o.stages = false;
     else if (a === '--ws') o.ws = true;
+    else if (a === '--no-fts-column') o.noSearchColumn = false;
     else if (a === '--rates') o.rates = numbers(argv[++i]);
     else if (a === '--streams') o.streamConcurrency = numbers(argv[++i]);
     else if (a === '--nice') o.nice = true;

@@ -13,13 +13,21 @@ export interface Check {
   pass: boolean | null;
 }
 
-const COLUMNS: SubjectId[] = ['direct', 'bare', 'keyrelay', 'keyrelay_nolog', 'keyrelay_nobody'];
+const COLUMNS: SubjectId[] = [
+  'direct',
+  'bare',
+  'keyrelay',
+  'keyrelay_nolog',
+  'keyrelay_nobody',
+  'keyrelay_nosearch',
+];
 const HEAD: Record<SubjectId, string> = {
   direct: 'direct',
   bare: 'bare node',
   keyrelay: 'keyrelay',
   keyrelay_nolog: 'kr no-log',
   keyrelay_nobody: 'kr no-body',
+  keyrelay_nosearch: 'kr no-FTS',
 };
 
 export function aggregate(raw: Raw): Results {
@@ -399,6 +407,23 @@ export function renderIssueTable(r: Results, pinned: boolean): string {
     '× >= 0.9',
     verdict(ratio(on, sat('keyrelay_nobody')), '>=', 0.9),
   ]);
+  // Not a target of the issue: what the full-text index of the request log costs (bench-only variant).
+  const noFts = sat('keyrelay_nosearch');
+  if (noFts !== null) {
+    rows.push(['throughput full-text index on / off', null, on, '×', ratio(on, noFts), '(measured)', '']);
+    rows.push([
+      'CPU/req full-text index on − off (µs)',
+      null,
+      v('saturation', 'keyrelay', 'cpu_us_per_req'),
+      '+µs',
+      diff(
+        v('saturation', 'keyrelay', 'cpu_us_per_req'),
+        v('saturation', 'keyrelay_nosearch', 'cpu_us_per_req'),
+      ),
+      '(measured)',
+      '',
+    ]);
+  }
   const header = ['issue #14', 'bare node', 'keyrelay', '', 'ratio/added', 'target', 'ok'];
   const cells = rows.map((row) => [
     row[0],

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { inspectLog, ROOT, type LogSummary } from './keyrelay.js';
 import { waitQuiet, watchOthers } from './machine.js';
 import { parseOptions } from './options.js';
-import { readCpuMs, readHeapMb, readRssMb } from './processes.js';
+import { readCpuMs, readHeapMb, readRssMb, readThreadCpuMs, threadDelta } from './processes.js';
 import { summarizeProfiles } from './profile-summary.js';
 import type { ClosedResult, StreamResult } from './protocol.js';
 import { aggregate, evaluate, renderFooter, renderIssueTable, renderTable, type Raw } from './report.js';
@@ -168,6 +168,7 @@ if (opts.stages && setup.startProfiled) {
   await waitQuiet(ours, 0.25, 1000);
   const from = Number(process.hrtime.bigint() / 1000n);
   const cpu0 = readCpuMs(ps.pid);
+  const threads0 = readThreadCpuMs(ps.pid);
   const r = await driver.run<ClosedResult>({
     kind: 'closed',
     target: ps.target,
@@ -175,9 +176,16 @@ if (opts.stages && setup.startProfiled) {
     durationMs: opts.stageMs,
   });
   stagesCpuUsPerReq = r.ok ? Math.round(((readCpuMs(ps.pid) - cpu0) * 1000) / r.ok) : null;
+  const t = threadDelta(ps.pid, threads0, readThreadCpuMs(ps.pid));
+  const us = (ms: number): number => (r.ok ? Math.round((ms * 1000) / r.ok) : 0);
+  const threadCpu = {
+    mainUs: us(t.mainMs),
+    writerUs: us(t.busiestOtherMs),
+    helpersUs: us(t.othersMs - t.busiestOtherMs),
+  };
   const to = Number(process.hrtime.bigint() / 1000n);
   await child.stop(); // --cpu-prof writes its files at exit
-  stages = summarizeStages(dir, r.ok, from, to, stagesCpuUsPerReq);
+  stages = summarizeStages(dir, r.ok, from, to, r.ok ? threadCpu : null);
   log(`per-stage profile: ${Math.round(r.rps)} rps under the profiler, ${r.errors} errors`);
 }
 

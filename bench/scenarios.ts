@@ -12,7 +12,8 @@ import {
 } from './processes.js';
 import { round } from './stats.js';
 
-export type SubjectId = 'direct' | 'bare' | 'keyrelay' | 'keyrelay_nolog' | 'keyrelay_nobody';
+export type SubjectId =
+  'direct' | 'bare' | 'keyrelay' | 'keyrelay_nolog' | 'keyrelay_nobody' | 'keyrelay_nosearch';
 
 /** One column of the table: where requests go and which process's CPU and memory count. */
 export interface Subject {

@@ -99,6 +99,13 @@ const RULES: Rule[] = [
   { stage: 'V8/native (program)', functions: ['(program)'] },
 ];
 
+function frameName({ functionName, url, lineNumber }: CallFrame): string {
+  const where = url
+    ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(src|dist)\//, '$1/')}:${lineNumber + 1}`
+    : '(native)';
+  return `${functionName || '(anonymous)'} ${where}`;
+}
+
 function matches(rule: Rule, frame: CallFrame): boolean {
   if (rule.functions?.includes(frame.functionName)) return true;
   if (!rule.files || !frame.url) return false;
@@ -130,13 +137,27 @@ export interface StageRow {
   share: number;
 }
 
+/** CPU time per request of each kind of thread, from /proc over the profiled window. */
+export interface ThreadCpu {
+  mainUs: number;
+  /** The busiest thread besides the main one: the SQLite log writer's worker. */
+  writerUs: number;
+  /** Every other thread: V8's GC helpers, libuv's pool. */
+  helpersUs: number;
+}
+
+const WRITER = 'log writer (worker thread)';
+const HELPERS = 'other threads (GC helpers, libuv)';
+
 export interface StageSummary {
   files: string[];
-  cpuUsPerRequest: number | null;
+  cpu: ThreadCpu | null;
   windowMs: number;
   requests: number | null;
   busyUs: number;
   stages: StageRow[];
+  /** Per stage, its top leaf functions by self time. */
+  functionsByStage: Record<string, { name: string; usPerRequest: number | null }[]>;
   /** Top functions of the "other" bucket (leaf frames). */
   other: { name: string; us: number; usPerRequest: number | null }[];
   text: string;
@@ -170,13 +191,15 @@ export function summarizeStages(
   requests: number | null,
   fromUs = -Infinity,
   toUs = Infinity,
-  cpuUsPerRequest: number | null = null,
+  cpu: ThreadCpu | null = null,
 ): StageSummary | null {
   const files = listProfiles(fileOrDir);
   if (files.length === 0) return null;
   const byStage = new Map<string, number>();
   const other = new Map<string, number>();
+  const detail = new Map<string, Map<string, number>>();
   let busy = 0;
+  let mainBusy = 0;
   let first = Infinity;
   let last = -Infinity;
   for (const file of files) {
@@ -209,51 +232,67 @@ export function summarizeStages(
       const node = nodes.get(p.samples[i]!);
       if (!node || node.callFrame.functionName === '(idle)') continue;
       busy += dt;
+      if (!worker) mainBusy += dt;
       first = Math.min(first, t);
       last = Math.max(last, t);
-      let stage = worker ? 'log writer (worker thread)' : stageFor(node.id);
-      if (worker && node.callFrame.functionName === '(garbage collector)')
-        stage = 'log writer (worker thread)';
+      let stage = worker ? WRITER : stageFor(node.id);
+      const name = frameName(node.callFrame);
       if (stage === null) {
         stage = 'other';
-        const { functionName, url, lineNumber } = node.callFrame;
-        const where = url
-          ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(src|dist)\//, '$1/')}:${lineNumber + 1}`
-          : '(native)';
-        const name = `${functionName || '(anonymous)'} ${where}`;
         other.set(name, (other.get(name) ?? 0) + dt);
       }
+      const d = detail.get(stage) ?? new Map<string, number>();
+      detail.set(stage, d);
+      d.set(name, (d.get(name) ?? 0) + dt);
       byStage.set(stage, (byStage.get(stage) ?? 0) + dt);
     }
   }
-  // A sample's time delta is wall time: on a contended core it includes time the thread waited for the CPU.
-  // So the shares are what the profile says, and µs/request spreads the process's CPU time (/proc, all
-  // threads) over them when the caller measured it.
-  const per = (us: number): number | null =>
-    cpuUsPerRequest !== null && busy > 0
-      ? Math.round((us / busy) * cpuUsPerRequest * 10) / 10
-      : requests
-        ? Math.round((us / requests) * 10) / 10
-        : null;
+  // A sample's time delta is wall time: on a contended core it includes time the thread waited for the CPU,
+  // and two threads sharing one core would both look busy. So with the CPU time of each thread measured
+  // (/proc), the main thread's stages share the main thread's CPU by their sample counts, the worker's
+  // profile stands for the busiest other thread (the log writer), and the remaining threads (V8's GC
+  // helpers, libuv's pool) are a row of their own: the rows add up to the process's CPU per request.
+  const round1 = (x: number): number => Math.round(x * 10) / 10;
+  const per = (us: number, stage?: string): number | null => {
+    if (cpu && stage === WRITER) return round1(cpu.writerUs);
+    if (cpu) return mainBusy > 0 ? round1((us / mainBusy) * cpu.mainUs) : null;
+    return requests ? round1(us / requests) : null;
+  };
+  if (cpu) byStage.set(HELPERS, cpu.helpersUs);
+  if (cpu && !byStage.has(WRITER) && cpu.writerUs > 0) byStage.set(WRITER, 0);
+  const total = cpu ? cpu.mainUs + cpu.writerUs + cpu.helpersUs : busy;
   const stages = [...byStage.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .map(([stage, us]) => ({
-      stage,
-      us,
-      usPerRequest: per(us),
-      share: busy ? Math.round((us / busy) * 1000) / 10 : 0,
-    }));
+    .map(([stage, us]) => {
+      const usPerRequest = stage === HELPERS ? round1(us) : per(us, stage);
+      const basis = cpu ? (usPerRequest ?? 0) : us;
+      return { stage, us, usPerRequest, share: total ? Math.round((basis / total) * 1000) / 10 : 0 };
+    })
+    .sort((a, b) => (b.usPerRequest ?? b.us) - (a.usPerRequest ?? a.us));
   const otherTop = [...other.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, 12)
     .map(([name, us]) => ({ name, us, usPerRequest: per(us) }));
+  const functionsByStage = Object.fromEntries(
+    stages.map((st) => [
+      st.stage,
+      [...(detail.get(st.stage) ?? new Map<string, number>()).entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 6)
+        .map(([name, us]) => ({
+          name,
+          // The writer's functions share its thread's CPU by their samples.
+          usPerRequest:
+            st.stage === WRITER && cpu && st.us > 0 ? round1((us / st.us) * cpu.writerUs) : per(us),
+        })),
+    ]),
+  );
   const windowMs = Number.isFinite(first) ? Math.round((last - first) / 1000) : 0;
   const fmt = (v: number | null): string => (v === null ? '—' : v.toFixed(1));
   const text = [
-    `profiled ${windowMs} ms, ${requests ?? '?'} requests; µs/req = share of samples × ` +
-      (cpuUsPerRequest !== null
-        ? `${cpuUsPerRequest} µs CPU/req (/proc)`
-        : `sampled time / requests (${fmt(per(busy))} µs)`),
+    `profiled ${windowMs} ms, ${requests ?? '?'} requests; ` +
+      (cpu
+        ? `CPU/req by /proc: main thread ${cpu.mainUs}, log writer ${cpu.writerUs}, other threads ${cpu.helpersUs} µs`
+        : `µs/req = sampled time / requests`),
     '  stage                                 µs/req    share',
     ...stages.map(
       (s) =>
@@ -262,15 +301,33 @@ export function summarizeStages(
     '  top of "other" (self time, leaf frame):',
     ...otherTop.map((o) => `    ${fmt(o.usPerRequest).padStart(6)} µs/req  ${o.name}`),
   ].join('\n');
-  return { files, cpuUsPerRequest, windowMs, requests, busyUs: busy, stages, other: otherTop, text };
+  return {
+    files,
+    cpu,
+    windowMs,
+    requests,
+    busyUs: busy,
+    stages,
+    other: otherTop,
+    functionsByStage,
+    text,
+  };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const [target, requests] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const detailed = args.includes('--detail');
+  const [target, requests] = args.filter((a) => a !== '--detail');
   if (!target) {
-    console.error('usage: tsx bench/stages.ts <file.cpuprofile | dir> [requests]');
+    console.error('usage: tsx bench/stages.ts <file.cpuprofile | dir> [requests] [--detail]');
     process.exit(2);
   }
   const s = summarizeStages(target, Number(requests) || null);
   console.log(s ? s.text : `no .cpuprofile in ${target}`);
+  if (s && detailed) {
+    for (const [stage, fns] of Object.entries(s.functionsByStage)) {
+      console.log(`${stage}:`);
+      for (const f of fns) console.log(`  ${String(f.usPerRequest ?? '—').padStart(7)} µs/req  ${f.name}`);
+    }
+  }
 }
