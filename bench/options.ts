@@ -26,6 +26,8 @@ export interface Options {
   profile: boolean;
   /** The per-stage profile: a separate profiled keyrelay, saturated after the measured steps. */
   stages: boolean;
+  /** Only the per-stage profile (no measured steps, no idle waits). */
+  stagesOnly: boolean;
   stageMs: number;
   pin: boolean;
   /** A keyrelay column without the request log's full-text index (--no-fts-column to leave it out). */
@@ -42,7 +44,7 @@ export interface Options {
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--profile] [--no-pin] [--no-fts-column] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
   --quick        one repetition of short runs (~2 min with the two 33 s idle waits)
   --reps N       repetitions per measurement (median reported; default 3)
   --rates A,B    fixed request rates of the open-loop latency steps (default 2000)
@@ -50,6 +52,7 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--stre
   --no-build     skip \`tsc -p tsconfig.build.json\` (use the existing dist/)
   --no-keyrelay  harness only: direct and bare node proxy columns
   --no-stages    skip the per-stage CPU profile (a separate profiled keyrelay saturated at the end)
+  --stages-only  only the per-stage profile (~1 min)
   --profile      also run the measured keyrelay under node --cpu-prof and print its top functions
   --no-pin       do not pin: by default every proxy runs on CPU 1 alone (taskset, all its threads),
                  the driver and the fake upstream on CPU 0
@@ -83,6 +86,7 @@ export function parseOptions(argv: string[]): Options {
     keyrelay: true,
     profile: false,
     stages: true,
+    stagesOnly: false,
     stageMs: quick ? 3000 : 5000,
     pin: true,
     ws: false,
@@ -105,6 +109,7 @@ export function parseOptions(argv: string[]): Options {
     else if (a === '--node' && argv[i + 1]) o.node = argv[++i]!;
     else if (a === '--node-flag' && argv[i + 1]?.startsWith('--')) o.nodeFlags.push(argv[++i]!);
     else if (a === '--no-stages') o.stages = false;
+    else if (a === '--stages-only') o.stagesOnly = true;
     else if (a === '--ws') o.ws = true;
     else if (a === '--no-fts-column') o.noSearchColumn = false;
     else if (a === '--rates') o.rates = numbers(argv[++i]);
@@ -119,6 +124,7 @@ export function parseOptions(argv: string[]): Options {
       process.exit(a === '--help' || a === '-h' ? 0 : 2);
     }
   }
+  if (o.stagesOnly) Object.assign(o, { rates: [], reps: 0, streamConcurrency: [], quietMs: 0, stages: true });
   return o;
 }
 

@@ -138,7 +138,7 @@ for (const provider of ['openai', 'anthropic'] as const) {
     }
   }
 }
-for (const s of proxies.filter((x) => x.full)) {
+for (const s of proxies.filter((x) => x.full && !opts.stagesOnly)) {
   const row = await step('hold', s, () =>
     measureHold(driver, s, opts.slowStreams, opts.slowChunks, opts.slowChunkMs),
   );
@@ -180,8 +180,7 @@ if (opts.stages && setup.startProfiled) {
   const us = (ms: number): number => (r.ok ? Math.round((ms * 1000) / r.ok) : 0);
   const threadCpu = {
     mainUs: us(t.mainMs),
-    writerUs: us(t.busiestOtherMs),
-    helpersUs: us(t.othersMs - t.busiestOtherMs),
+    otherThreadsUs: us(t.othersMs),
   };
   const to = Number(process.hrtime.bigint() / 1000n);
   await child.stop(); // --cpu-prof writes its files at exit

@@ -137,17 +137,19 @@ export interface StageRow {
   share: number;
 }
 
-/** CPU time per request of each kind of thread, from /proc over the profiled window. */
+/** CPU time per request from /proc over the profiled window: the main thread, and all the others. */
 export interface ThreadCpu {
   mainUs: number;
-  /** The busiest thread besides the main one: the SQLite log writer's worker. */
-  writerUs: number;
-  /** Every other thread: V8's GC helpers, libuv's pool. */
-  helpersUs: number;
+  /**
+   * The SQLite log writer's worker, V8's GC helpers, libuv's pool and, under --cpu-prof, the profiler's
+   * own sampling thread. Node 20 names them all "node", and the writer may start before the window, so
+   * they are one row; the unprofiled saturation step reports the writer alone (the busiest of them).
+   */
+  otherThreadsUs: number;
 }
 
 const WRITER = 'log writer (worker thread)';
-const HELPERS = 'other threads (GC helpers, libuv)';
+const HELPERS = 'other threads (writer, GC helpers, libuv, profiler)';
 
 export interface StageSummary {
   files: string[];
@@ -248,22 +250,23 @@ export function summarizeStages(
     }
   }
   // A sample's time delta is wall time: on a contended core it includes time the thread waited for the CPU,
-  // and two threads sharing one core would both look busy. So with the CPU time of each thread measured
-  // (/proc), the main thread's stages share the main thread's CPU by their sample counts, the worker's
-  // profile stands for the busiest other thread (the log writer), and the remaining threads (V8's GC
-  // helpers, libuv's pool) are a row of their own: the rows add up to the process's CPU per request.
+  // and a worker never reports itself idle. So with the CPU time measured (/proc), the main thread's stages
+  // share the main thread's CPU by their sample counts, and every other thread is one row: the rows add up to
+  // the process's CPU per request. The writer's own profile then only tells how its thread's time divides.
   const round1 = (x: number): number => Math.round(x * 10) / 10;
-  const per = (us: number, stage?: string): number | null => {
-    if (cpu && stage === WRITER) return round1(cpu.writerUs);
+  const per = (us: number): number | null => {
     if (cpu) return mainBusy > 0 ? round1((us / mainBusy) * cpu.mainUs) : null;
     return requests ? round1(us / requests) : null;
   };
-  if (cpu) byStage.set(HELPERS, cpu.helpersUs);
-  if (cpu && !byStage.has(WRITER) && cpu.writerUs > 0) byStage.set(WRITER, 0);
-  const total = cpu ? cpu.mainUs + cpu.writerUs + cpu.helpersUs : busy;
+  const writerUs = byStage.get(WRITER) ?? 0;
+  if (cpu) {
+    byStage.delete(WRITER);
+    byStage.set(HELPERS, cpu.otherThreadsUs);
+  }
+  const total = cpu ? cpu.mainUs + cpu.otherThreadsUs : busy;
   const stages = [...byStage.entries()]
     .map(([stage, us]) => {
-      const usPerRequest = stage === HELPERS ? round1(us) : per(us, stage);
+      const usPerRequest = stage === HELPERS ? round1(us) : per(us);
       const basis = cpu ? (usPerRequest ?? 0) : us;
       return { stage, us, usPerRequest, share: total ? Math.round((basis / total) * 1000) / 10 : 0 };
     })
@@ -273,16 +276,15 @@ export function summarizeStages(
     .slice(0, 12)
     .map(([name, us]) => ({ name, us, usPerRequest: per(us) }));
   const functionsByStage = Object.fromEntries(
-    stages.map((st) => [
-      st.stage,
-      [...(detail.get(st.stage) ?? new Map<string, number>()).entries()]
+    [...detail.keys()].map((stage) => [
+      stage,
+      [...detail.get(stage)!.entries()]
         .sort((a, b) => b[1] - a[1])
         .slice(0, 6)
         .map(([name, us]) => ({
           name,
-          // The writer's functions share its thread's CPU by their samples.
-          usPerRequest:
-            st.stage === WRITER && cpu && st.us > 0 ? round1((us / st.us) * cpu.writerUs) : per(us),
+          // The writer's functions: their share of its thread's samples, in %.
+          usPerRequest: stage === WRITER ? (writerUs ? round1((us / writerUs) * 100) : null) : per(us),
         })),
     ]),
   );
@@ -291,12 +293,12 @@ export function summarizeStages(
   const text = [
     `profiled ${windowMs} ms, ${requests ?? '?'} requests; ` +
       (cpu
-        ? `CPU/req by /proc: main thread ${cpu.mainUs}, log writer ${cpu.writerUs}, other threads ${cpu.helpersUs} µs`
+        ? `CPU/req by /proc: main thread ${cpu.mainUs} µs, other threads ${cpu.otherThreadsUs} µs`
         : `µs/req = sampled time / requests`),
-    '  stage                                 µs/req    share',
+    '  stage                                                 µs/req    share',
     ...stages.map(
       (s) =>
-        `  ${s.stage.padEnd(36)} ${fmt(s.usPerRequest).padStart(7)}  ${s.share.toFixed(1).padStart(5)} %`,
+        `  ${s.stage.padEnd(52)} ${fmt(s.usPerRequest).padStart(7)}  ${s.share.toFixed(1).padStart(5)} %`,
     ),
     '  top of "other" (self time, leaf frame):',
     ...otherTop.map((o) => `    ${fmt(o.usPerRequest).padStart(6)} µs/req  ${o.name}`),
