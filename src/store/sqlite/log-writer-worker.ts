@@ -10,9 +10,9 @@ const port = parentPort!;
 /**
  * A batch is written in transactions of up to 100 rows (the default KEYRELAY_LOG_BATCH_SIZE: one transaction
  * per batch) with a millisecond's pause between them, so a larger batch never holds a core for long while
- * requests wait for it. Each commit costs a WAL append and a new full-text segment whatever its size: bench
- * (writer and proxy pinned to one core) measured 20-row transactions at ~10 % more writer CPU per row than
- * 100-row ones, on a writer that is a fifth of keyrelay's CPU per request. Each part commits on its own; a
+ * requests wait for it. Each commit costs a WAL append and a new full-text segment whatever its size: per
+ * row, 20-row transactions cost ~7 % more CPU than 100-row ones with the full-text index and ~50 % more
+ * without (docs/performance.md); on one core the pause bought nothing. Each part commits on its own; a
  * failed batch is retried whole, and rows already in are skipped (ON CONFLICT DO NOTHING).
  */
 const ROWS_PER_TRANSACTION = 100;
