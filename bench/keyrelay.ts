@@ -48,6 +48,11 @@ function cleanEnv(extra: Record<string, string>): Record<string, string> {
 }
 
 export async function createBenchKey(dataDir: string): Promise<string> {
+  // `users create` refuses a data dir without keyrelay's schema (only serve and migrate create one).
+  await run(process.execPath, [MAIN, 'migrate'], {
+    cwd: ROOT,
+    env: cleanEnv({ KEYRELAY_DATA_DIR: dataDir, KEYRELAY_LOG_LEVEL: 'warn' }),
+  });
   const { stdout } = await run(
     process.execPath,
     [
@@ -78,6 +83,10 @@ export interface KeyrelayStart {
   logFile?: string;
   /** Extra settings (--env); the request-log switch of the logging-off process still wins. */
   env?: Record<string, string>;
+  /** The node binary (--node); ours by default. */
+  node?: string;
+  /** Extra node flags before the script (--node-flag), e.g. --max-semi-space-size=4. */
+  nodeFlags?: string[];
 }
 
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
@@ -92,9 +101,12 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
     ...o.env,
     ...(o.requestLog ? {} : { KEYRELAY_REQUEST_LOG: 'false' }),
   });
-  const nodeArgs = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
+  const nodeArgs = [
+    ...(o.nodeFlags ?? []),
+    ...(o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : []),
+  ];
   return startProcess(
-    process.execPath,
+    o.node ?? process.execPath,
     [...nodeArgs, MAIN, 'serve'],
     env,
     port,

@@ -22,22 +22,45 @@ export interface Options {
   quietMs: number;
   build: boolean;
   keyrelay: boolean;
+  /** Whole-run --cpu-prof of keyrelay (the old top-functions view); perturbs keyrelay's own numbers. */
   profile: boolean;
+  /** The per-stage profile: a separate profiled keyrelay, saturated after the measured steps. */
+  stages: boolean;
+  /** Only the per-stage profile (no measured steps, no idle waits). */
+  stagesOnly: boolean;
+  stageMs: number;
   pin: boolean;
+  /** A keyrelay column without the request log's full-text index (--no-fts-column to leave it out). */
+  noSearchColumn: boolean;
+  /** Also run bench/websocket.ts afterwards. */
+  ws: boolean;
   nice: boolean;
+  /** The node binary both proxies (bare and keyrelay) run on (--node); the bench's own by default. */
+  node: string;
+  /** Extra node flags for keyrelay (--node-flag, repeatable), e.g. --max-semi-space-size=4. */
+  nodeFlags: string[];
   /** Extra KEYRELAY_* settings for both keyrelay processes (--env NAME=VALUE, repeatable). */
   env: Record<string, string>;
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--no-build] [--no-keyrelay] [--profile] [--pin] [--nice] [--env N=V] [--out FILE]
-  --quick        one repetition of short runs (~1 min)
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
+  --quick        one repetition of short runs (~2 min with the two 33 s idle waits)
   --reps N       repetitions per measurement (median reported; default 3)
+  --rates A,B    fixed request rates of the open-loop latency steps (default 2000)
+  --streams A,B  concurrent streams of the streaming steps (default 64)
   --no-build     skip \`tsc -p tsconfig.build.json\` (use the existing dist/)
   --no-keyrelay  harness only: direct and bare node proxy columns
-  --profile      run keyrelay (logging on) under node --cpu-prof and print its top functions
-  --pin          pin proxies to CPU 1, driver and fake upstream to CPU 0 (taskset)
+  --no-stages    skip the per-stage CPU profile (a separate profiled keyrelay saturated at the end)
+  --stages-only  only the per-stage profile (~1 min)
+  --profile      also run the measured keyrelay under node --cpu-prof and print its top functions
+  --no-pin       do not pin: by default every proxy runs on CPU 1 alone (taskset, all its threads),
+                 the driver and the fake upstream on CPU 0
+  --no-fts-column  leave out the "kr no-FTS" column (keyrelay with the log's full-text trigger dropped)
+  --ws           also run the WebSocket bench (npm run bench:ws) afterwards
   --nice         run the bench's processes at nice -15 (root): steadier numbers on a busy shared machine
+  --node PATH    node binary for both proxies, e.g. /opt/node24/node_modules/node/bin/node
+  --node-flag F  extra node flag for keyrelay, e.g. --node-flag --max-semi-space-size=4 (repeatable)
   --env N=V      extra setting for keyrelay, e.g. --env KEYRELAY_LOG_BATCH_SIZE=100 (repeatable)
   --out FILE     JSON output path (default bench/results/<timestamp>.json)`;
 
@@ -48,11 +71,11 @@ export function parseOptions(argv: string[]): Options {
     reps: quick ? 1 : 3,
     warmupMs: quick ? 700 : 2000,
     openMs: quick ? 1500 : 3000,
-    rates: [500, 2000],
+    rates: [2000],
     saturationMs: quick ? 2000 : 4000,
     saturationConcurrency: 64,
     streamMs: quick ? 1200 : 2500,
-    streamConcurrency: [1, 64],
+    streamConcurrency: [64],
     streamChunks: 50,
     streamChunkMs: 2,
     slowStreams: 1000,
@@ -62,9 +85,16 @@ export function parseOptions(argv: string[]): Options {
     build: true,
     keyrelay: true,
     profile: false,
-    pin: false,
+    stages: true,
+    stagesOnly: false,
+    stageMs: quick ? 3000 : 5000,
+    pin: true,
+    ws: false,
+    noSearchColumn: true,
     nice: false,
     env: {},
+    node: process.execPath,
+    nodeFlags: [],
     out: null,
   };
   for (let i = 0; i < argv.length; i += 1) {
@@ -75,6 +105,15 @@ export function parseOptions(argv: string[]): Options {
     else if (a === '--no-keyrelay') o.keyrelay = false;
     else if (a === '--profile') o.profile = true;
     else if (a === '--pin') o.pin = true;
+    else if (a === '--no-pin') o.pin = false;
+    else if (a === '--node' && argv[i + 1]) o.node = argv[++i]!;
+    else if (a === '--node-flag' && argv[i + 1]?.startsWith('--')) o.nodeFlags.push(argv[++i]!);
+    else if (a === '--no-stages') o.stages = false;
+    else if (a === '--stages-only') o.stagesOnly = true;
+    else if (a === '--ws') o.ws = true;
+    else if (a === '--no-fts-column') o.noSearchColumn = false;
+    else if (a === '--rates') o.rates = numbers(argv[++i]);
+    else if (a === '--streams') o.streamConcurrency = numbers(argv[++i]);
     else if (a === '--nice') o.nice = true;
     else if (a === '--env' && /^KEYRELAY_\w+=/.test(argv[i + 1] ?? '')) {
       const [name, ...value] = argv[++i]!.split('=');
@@ -85,5 +124,18 @@ export function parseOptions(argv: string[]): Options {
       process.exit(a === '--help' || a === '-h' ? 0 : 2);
     }
   }
+  if (o.stagesOnly) Object.assign(o, { rates: [], reps: 0, streamConcurrency: [], quietMs: 0, stages: true });
   return o;
+}
+
+function numbers(list: string | undefined): number[] {
+  const out = (list ?? '')
+    .split(',')
+    .map(Number)
+    .filter((n) => Number.isInteger(n) && n > 0);
+  if (out.length === 0) {
+    console.log(HELP);
+    process.exit(2);
+  }
+  return out;
 }

@@ -1,6 +1,6 @@
 /** Child processes of the bench, and what /proc and /metrics say about them. */
 import { spawn, fork, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
@@ -44,9 +44,14 @@ function stopper(proc: ChildProcess): () => Promise<void> {
 }
 
 /** Starts a bench TS server that prints `{"port":N}` on its first stdout line. */
-export function startBenchServer(file: string, args: string[] = [], pin?: string): Promise<Child> {
+export function startBenchServer(
+  file: string,
+  args: string[] = [],
+  pin?: string,
+  node = process.execPath,
+): Promise<Child> {
   const argv = [script(file), ...args];
-  const proc = pin ? spawn('taskset', ['-c', pin, process.execPath, ...argv]) : spawn(process.execPath, argv);
+  const proc = pin ? spawn('taskset', ['-c', pin, node, ...argv]) : spawn(node, argv);
   proc.stderr?.pipe(process.stderr);
   return new Promise((resolve, reject) => {
     let buf = '';
@@ -127,6 +132,51 @@ export function readCpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
+/**
+ * CPU time per thread (ms) of a process: its main thread (tid = pid) and every other one by tid. The
+ * process-wide /proc/<pid>/stat already sums all threads; this splits the JavaScript thread from the rest
+ * (the log writer's worker thread, V8's GC helpers, libuv's pool). Node 20 leaves every thread named "node".
+ */
+export function readThreadCpuMs(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK);
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+/** Per-thread CPU used between two readThreadCpuMs() snapshots: main thread, busiest other, all others. */
+export function threadDelta(
+  pid: number,
+  before: Map<number, number>,
+  after: Map<number, number>,
+): { mainMs: number; busiestOtherMs: number; othersMs: number } {
+  let mainMs = 0;
+  let busiestOtherMs = 0;
+  let othersMs = 0;
+  for (const [tid, ms] of after) {
+    const d = ms - (before.get(tid) ?? 0);
+    if (tid === pid) mainMs = d;
+    else {
+      othersMs += d;
+      busiestOtherMs = Math.max(busiestOtherMs, d);
+    }
+  }
+  return { mainMs, busiestOtherMs, othersMs };
+}
+
 export function readRssMb(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -186,7 +236,7 @@ export interface Driver {
 
 export function startDriver(pin?: string): Driver {
   const proc = fork(script('driver.ts'), [], { execArgv: [], serialization: 'advanced' });
-  if (pin) spawn('taskset', ['-p', '-c', pin, String(proc.pid)]).on('error', () => undefined);
+  if (pin) spawn('taskset', ['-a', '-p', '-c', pin, String(proc.pid)]).on('error', () => undefined);
   let nextId = 1;
   const waiting = new Map<
     number,

@@ -13,12 +13,21 @@ export interface Check {
   pass: boolean | null;
 }
 
-const COLUMNS: SubjectId[] = ['direct', 'bare', 'keyrelay', 'keyrelay_nolog'];
+const COLUMNS: SubjectId[] = [
+  'direct',
+  'bare',
+  'keyrelay',
+  'keyrelay_nolog',
+  'keyrelay_nobody',
+  'keyrelay_nosearch',
+];
 const HEAD: Record<SubjectId, string> = {
   direct: 'direct',
   bare: 'bare node',
   keyrelay: 'keyrelay',
   keyrelay_nolog: 'kr no-log',
+  keyrelay_nobody: 'kr no-body',
+  keyrelay_nosearch: 'kr no-FTS',
 };
 
 export function aggregate(raw: Raw): Results {
@@ -267,4 +276,183 @@ export function renderFooter(
   if (meta.keyrelay_error) out.push(`keyrelay not measured: ${meta.keyrelay_error.slice(0, 300)}`);
   if (profile) out.push('', 'keyrelay CPU profile (whole run), top self time:', profile);
   return out.join('\n');
+}
+
+/**
+ * The table of issue #14: keyrelay beside the bare node:http + undici pass-through, both pinned to one
+ * core, with the ratio (or the difference, for latency) and the issue's target.
+ */
+export function renderIssueTable(r: Results, pinned: boolean): string {
+  const v = (scenario: string, id: SubjectId, field: string) => get(r, scenario, id, field);
+  const ratio = (a: number | null, b: number | null): number | null =>
+    a === null || b === null || b === 0 ? null : round(a / b, 2);
+  const diff = (a: number | null, b: number | null): number | null =>
+    a === null || b === null ? null : round(a - b, 2);
+  const verdict = (x: number | null, op: '<=' | '>=', limit: number): string =>
+    x === null ? 'n/a' : (op === '<=' ? x <= limit : x >= limit) ? 'PASS' : 'FAIL';
+  type R = [string, number | null, number | null, string, number | null, string, string];
+  const rows: R[] = [];
+  const add = (
+    label: string,
+    bare: number | null,
+    kr: number | null,
+    kind: 'ratio' | 'added' | 'value',
+    op: '<=' | '>=',
+    limit: number,
+    unit = '',
+  ): void => {
+    const x = kind === 'ratio' ? ratio(kr, bare) : kind === 'added' ? diff(kr, bare) : kr;
+    const target = `${kind === 'ratio' ? '×' : kind === 'added' ? '+' : ''} ${op} ${limit}${unit}`;
+    rows.push([
+      label,
+      bare,
+      kr,
+      kind === 'value' ? '' : kind === 'ratio' ? '×' : '+ms',
+      x,
+      target,
+      verdict(x, op, limit),
+    ]);
+  };
+  add(
+    'max throughput, 64 conns (rps)',
+    v('saturation', 'bare', 'rps'),
+    v('saturation', 'keyrelay', 'rps'),
+    'ratio',
+    '>=',
+    0.7,
+  );
+  add(
+    'CPU per request at saturation (µs)',
+    v('saturation', 'bare', 'cpu_us_per_req'),
+    v('saturation', 'keyrelay', 'cpu_us_per_req'),
+    'ratio',
+    '<=',
+    1.5,
+  );
+  add(
+    'latency p50 @2000 rps (ms)',
+    v('open_2000', 'bare', 'p50'),
+    v('open_2000', 'keyrelay', 'p50'),
+    'added',
+    '<=',
+    0.5,
+    ' ms',
+  );
+  add(
+    'latency p99 @2000 rps (ms)',
+    v('open_2000', 'bare', 'p99'),
+    v('open_2000', 'keyrelay', 'p99'),
+    'added',
+    '<=',
+    10,
+    ' ms',
+  );
+  for (const provider of ['openai', 'anthropic']) {
+    const sc = `stream_${provider}_c64`;
+    add(
+      `64 streams ${provider} first byte p99 (ms)`,
+      v(sc, 'bare', 'ttfb_p99'),
+      v(sc, 'keyrelay', 'ttfb_p99'),
+      'ratio',
+      '<=',
+      1.2,
+    );
+  }
+  add(
+    'RSS idle (MB)',
+    v('memory', 'bare', 'rss_idle_mb'),
+    v('memory', 'keyrelay', 'rss_idle_mb'),
+    'value',
+    '<=',
+    100,
+    ' MB',
+  );
+  add(
+    'RSS with 1,000 open streams (MB)',
+    v('memory', 'bare', 'rss_streams_mb'),
+    v('memory', 'keyrelay', 'rss_streams_mb'),
+    'value',
+    '<=',
+    250,
+    ' MB',
+  );
+  const idle = v('memory', 'keyrelay', 'rss_idle_mb');
+  const after = v('memory', 'keyrelay', 'rss_after_mb');
+  rows.push([
+    'RSS after load − idle (MB)',
+    diff(v('memory', 'bare', 'rss_after_mb'), v('memory', 'bare', 'rss_idle_mb')),
+    after,
+    '',
+    diff(after, idle),
+    '<= 50 MB',
+    verdict(diff(after, idle), '<=', 50),
+  ]);
+  const sat = (id: SubjectId) => v('saturation', id, 'rps');
+  const on = sat('keyrelay');
+  rows.push([
+    'throughput log on / off',
+    null,
+    on,
+    '×',
+    ratio(on, sat('keyrelay_nolog')),
+    '× >= 0.9',
+    verdict(ratio(on, sat('keyrelay_nolog')), '>=', 0.9),
+  ]);
+  rows.push([
+    'throughput body logging on / off',
+    null,
+    on,
+    '×',
+    ratio(on, sat('keyrelay_nobody')),
+    '× >= 0.9',
+    verdict(ratio(on, sat('keyrelay_nobody')), '>=', 0.9),
+  ]);
+  // Not a target of the issue: what the full-text index of the request log costs (bench-only variant).
+  const noFts = sat('keyrelay_nosearch');
+  if (noFts !== null) {
+    rows.push(['throughput full-text index on / off', null, on, '×', ratio(on, noFts), '(measured)', '']);
+    rows.push([
+      'CPU/req full-text index on − off (µs)',
+      null,
+      v('saturation', 'keyrelay', 'cpu_us_per_req'),
+      '+µs',
+      diff(
+        v('saturation', 'keyrelay', 'cpu_us_per_req'),
+        v('saturation', 'keyrelay_nosearch', 'cpu_us_per_req'),
+      ),
+      '(measured)',
+      '',
+    ]);
+  }
+  const header = ['issue #14', 'bare node', 'keyrelay', '', 'ratio/added', 'target', 'ok'];
+  const cells = rows.map((row) => [
+    row[0],
+    fmt(row[1], 2),
+    fmt(row[2], 2),
+    row[3],
+    fmt(row[4], 2),
+    row[5],
+    row[6],
+  ]);
+  const all = [header, ...cells];
+  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i]!.length)));
+  const text = all.map((row) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '),
+  );
+  text.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
+  const split = [
+    v('saturation', 'keyrelay', 'main_thread_us_per_req'),
+    v('saturation', 'keyrelay', 'other_threads_us_per_req'),
+    v('saturation', 'keyrelay', 'busiest_other_thread_us_per_req'),
+  ];
+  const where = pinned
+    ? 'Each proxy pinned to CPU 1 with all its threads (taskset); fake upstream and load driver on CPU 0.'
+    : 'NOT pinned (--no-pin): the proxies may use both cores.';
+  return [
+    where,
+    ...text,
+    `keyrelay CPU per request by thread: main ${fmt(split[0], 0)} µs, other threads ${fmt(split[1], 0)} µs ` +
+      `(busiest ${fmt(split[2], 0)} µs: the SQLite log writer). Bare proxy used ` +
+      `${fmt(v('saturation', 'bare', 'cpu_cores'), 2)} of its core at saturation, keyrelay ${fmt(v('saturation', 'keyrelay', 'cpu_cores'), 2)}.`,
+  ].join('\n');
 }

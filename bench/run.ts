@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { inspectLog, ROOT, type LogSummary } from './keyrelay.js';
 import { waitQuiet, watchOthers } from './machine.js';
 import { parseOptions } from './options.js';
-import { readHeapMb, readRssMb } from './processes.js';
+import { readCpuMs, readHeapMb, readRssMb, readThreadCpuMs, threadDelta } from './processes.js';
 import { summarizeProfiles } from './profile-summary.js';
 import type { ClosedResult, StreamResult } from './protocol.js';
-import { aggregate, evaluate, renderFooter, renderTable, type Raw } from './report.js';
+import { aggregate, evaluate, renderFooter, renderIssueTable, renderTable, type Raw } from './report.js';
 import {
   measureHold,
   measureOpen,
@@ -24,6 +24,7 @@ import {
   type SubjectId,
 } from './scenarios.js';
 import { removeDirs, startAll } from './setup.js';
+import { summarizeStages, type StageSummary } from './stages.js';
 
 const opts = parseOptions(process.argv.slice(2));
 const started = new Date();
@@ -137,7 +138,7 @@ for (const provider of ['openai', 'anthropic'] as const) {
     }
   }
 }
-for (const s of proxies.filter((x) => x.full)) {
+for (const s of proxies.filter((x) => x.full && !opts.stagesOnly)) {
   const row = await step('hold', s, () =>
     measureHold(driver, s, opts.slowStreams, opts.slowChunks, opts.slowChunkMs),
   );
@@ -155,6 +156,38 @@ for (const s of proxies.filter((x) => x.full)) {
   m.heap_streams_mb = row?.heap_used_mb ?? null;
   m.external_streams_mb = row?.external_mb ?? null;
 }
+// The per-stage profile: a separate keyrelay under --cpu-prof (profiling slows what it measures, so never
+// the measured one), saturated like the saturation step; only samples inside that window count.
+let stages: StageSummary | null = null;
+let stagesCpuUsPerReq: number | null = null;
+if (opts.stages && setup.startProfiled) {
+  const dir = join(resultsDir, `stages-${stamp}`);
+  log('per-stage profile: a profiled keyrelay, saturated…');
+  const { subject: ps, child } = await setup.startProfiled(dir);
+  await warmUp(ps, 32, opts.warmupMs);
+  await waitQuiet(ours, 0.25, 1000);
+  const from = Number(process.hrtime.bigint() / 1000n);
+  const cpu0 = readCpuMs(ps.pid);
+  const threads0 = readThreadCpuMs(ps.pid);
+  const r = await driver.run<ClosedResult>({
+    kind: 'closed',
+    target: ps.target,
+    concurrency: opts.saturationConcurrency,
+    durationMs: opts.stageMs,
+  });
+  stagesCpuUsPerReq = r.ok ? Math.round(((readCpuMs(ps.pid) - cpu0) * 1000) / r.ok) : null;
+  const t = threadDelta(ps.pid, threads0, readThreadCpuMs(ps.pid));
+  const us = (ms: number): number => (r.ok ? Math.round((ms * 1000) / r.ok) : 0);
+  const threadCpu = {
+    mainUs: us(t.mainMs),
+    otherThreadsUs: us(t.othersMs),
+  };
+  const to = Number(process.hrtime.bigint() / 1000n);
+  await child.stop(); // --cpu-prof writes its files at exit
+  stages = summarizeStages(dir, r.ok, from, to, r.ok ? threadCpu : null);
+  log(`per-stage profile: ${Math.round(r.rps)} rps under the profiler, ${r.errors} errors`);
+}
+
 log(`settling ${opts.quietMs} ms…`);
 await sleep(opts.quietMs);
 for (const s of proxies) await snapshotMemory(s, 'after');
@@ -191,6 +224,7 @@ const report = {
   checks,
   log_rows: logRows,
   profile,
+  stages,
   raw,
 };
 const outFile = opts.out ?? join(resultsDir, `${stamp}.json`);
@@ -204,10 +238,19 @@ console.log(
   ),
 );
 console.log(renderFooter(report.meta, logRows, results, profile?.text ?? null));
+console.log(`\n${renderIssueTable(results, opts.pin)}`);
+if (stages) {
+  console.log(
+    `\nPer-stage CPU profile of keyrelay at saturation (${opts.saturationConcurrency} connections; a separate` +
+      ` profiled process, ${stagesCpuUsPerReq ?? '—'} µs/req CPU by /proc incl. profiler overhead):`,
+  );
+  console.log(stages.text);
+}
 console.log(`\nJSON: ${outFile}`);
 
-// The WebSocket scenario (bench/websocket.ts: beside a bare ws relay), in its own processes, after the above.
-if (opts.keyrelay) {
+// The WebSocket scenario (bench/websocket.ts: beside a bare ws relay), in its own processes, after the above;
+// only with --ws (or `npm run bench:ws` alone), to keep the HTTP run within a few minutes.
+if (opts.keyrelay && opts.ws) {
   execFileSync(
     process.execPath,
     ['--import', 'tsx', join(ROOT, 'bench/websocket.ts'), ...(opts.quick ? ['--quick'] : [])],

@@ -1,9 +1,19 @@
 /** One measurement step per function; each returns a flat record of numbers for one repetition. */
 import type { ClosedResult, HoldResult, OpenResult, ProviderName, StreamResult, Target } from './protocol.js';
-import { readCpuMs, readHeapMb, readLoopDelayP99Ms, readRssMb, sampleRss, type Driver } from './processes.js';
+import {
+  readCpuMs,
+  readHeapMb,
+  readLoopDelayP99Ms,
+  readRssMb,
+  readThreadCpuMs,
+  sampleRss,
+  threadDelta,
+  type Driver,
+} from './processes.js';
 import { round } from './stats.js';
 
-export type SubjectId = 'direct' | 'bare' | 'keyrelay' | 'keyrelay_nolog';
+export type SubjectId =
+  'direct' | 'bare' | 'keyrelay' | 'keyrelay_nolog' | 'keyrelay_nobody' | 'keyrelay_nosearch';
 
 /** One column of the table: where requests go and which process's CPU and memory count. */
 export interface Subject {
@@ -46,9 +56,13 @@ export async function measureSaturation(
 ): Promise<Row> {
   await readLoopDelayP99Ms(s.target.origin); // prom-client resets its histogram on each read
   const cpu0 = readCpuMs(s.pid);
+  const threads0 = readThreadCpuMs(s.pid);
   const stopRss = sampleRss(s.pid);
   const r = await d.run<ClosedResult>({ kind: 'closed', target: s.target, concurrency, durationMs: ms });
+  // /proc/<pid>/stat: utime + stime of every thread of the process, over exactly the measured window.
   const cpu = readCpuMs(s.pid) - cpu0;
+  const threads = threadDelta(s.pid, threads0, readThreadCpuMs(s.pid));
+  const perReq = (msUsed: number): number | null => (r.ok ? (msUsed * 1000) / r.ok : null);
   const rssPeak = stopRss();
   s.sent += r.ok + r.errors;
   return {
@@ -57,6 +71,9 @@ export async function measureSaturation(
     // Throughput one whole core would give: robust to other load on a shared machine, unlike rps.
     rps_per_core: r.ok && cpu > 0 ? (r.ok * 1000) / cpu : null,
     cpu_cores: cpu / ms,
+    main_thread_us_per_req: perReq(threads.mainMs),
+    other_threads_us_per_req: perReq(threads.othersMs),
+    busiest_other_thread_us_per_req: perReq(threads.busiestOtherMs),
     p50: r.latency.p50,
     p99: r.latency.p99,
     eld_p99_ms: await readLoopDelayP99Ms(s.target.origin),

@@ -1,6 +1,7 @@
 /** Starts every process of a bench run and describes each column (subject) the driver measures. */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { openConnection } from '../src/store/sqlite/driver.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
@@ -17,6 +18,11 @@ export interface Setup {
   dataDirs: Partial<Record<SubjectId, string>>;
   keyrelayError: string | null;
   buildWarning: string | null;
+  /**
+   * Starts one more keyrelay, as shipped, under --cpu-prof into `profileDir` (same pinning): the per-stage
+   * profile. Null when keyrelay is not measured.
+   */
+  startProfiled: ((profileDir: string) => Promise<{ subject: Subject; child: Child }>) | null;
   /** Stops every process and removes temp files. */
   teardown: () => Promise<void>;
 }
@@ -43,7 +49,9 @@ export async function startAll(
   files: { logPrefix: string; profileDir?: string },
   log: (msg: string) => void,
 ): Promise<Setup> {
-  // --pin: proxies get CPU 1 to themselves; the load (driver, fake upstream) shares CPU 0.
+  // Pinned (the default): each proxy, with all its threads (the SQLite log writer, V8's GC helpers, libuv's
+  // pool), runs on CPU 1 only; the load (driver, fake upstream) shares CPU 0. A deployment runs several
+  // instances per machine, so keyrelay cannot count on a spare core for its writer thread.
   const pinProxy = opts.pin ? '1' : undefined;
   const pinLoad = opts.pin ? '0' : undefined;
   const compiled = compileBench();
@@ -53,7 +61,7 @@ export async function startAll(
   children.push(upstream);
   const upOrigin = `http://127.0.0.1:${upstream.port}`;
   const driver = startDriver(pinLoad);
-  const bare = await startBenchServer('bare-proxy.ts', [upOrigin, upOrigin], pinProxy);
+  const bare = await startBenchServer('bare-proxy.ts', [upOrigin, upOrigin], pinProxy, opts.node);
   children.push(bare);
   const direct = makeTarget('direct', upOrigin, '');
   direct.paths = { openai: '/v1/chat/completions', anthropic: '/v1/messages' };
@@ -74,14 +82,18 @@ export async function startAll(
         buildWarning = await buildServer();
         if (buildWarning) log(buildWarning);
       }
-      for (const [id, requestLog] of [
-        ['keyrelay', true],
-        ['keyrelay_nolog', false],
+      for (const [id, requestLog, extra] of [
+        ['keyrelay', true, {}],
+        ['keyrelay_nolog', false, {}],
+        ['keyrelay_nobody', true, { KEYRELAY_BODY_LOG_BYTES: '0' }],
+        ['keyrelay_nosearch', true, {}],
       ] as const) {
+        if (id === 'keyrelay_nosearch' && !opts.noSearchColumn) continue;
         const dataDir = join(tmp, id);
         mkdirSync(dataDir);
         dataDirs[id] = dataDir;
         const key = await createBenchKey(dataDir);
+        if (id === 'keyrelay_nosearch') dropFullTextTrigger(dataDir);
         const kr = await startKeyrelay({
           dataDir,
           upstream: upOrigin,
@@ -89,12 +101,20 @@ export async function startAll(
           pin: pinProxy,
           profileDir: requestLog ? files.profileDir : undefined,
           logFile: `${files.logPrefix}-${id}.log`,
-          env: opts.env,
+          env: { ...opts.env, ...extra },
+          node: opts.node,
+          nodeFlags: opts.nodeFlags,
         });
         children.push(kr);
-        // Logging off is measured for latency and throughput; streams and memory only with it on.
+        // Log off and body logging off are measured for latency and throughput; streams and memory only as
+        // shipped.
         subjects.push(
-          subject(id, makeTarget(id, `http://127.0.0.1:${kr.port}`, '/api/proxy', key), kr, requestLog),
+          subject(
+            id,
+            makeTarget(id, `http://127.0.0.1:${kr.port}`, '/api/proxy', key),
+            kr,
+            id === 'keyrelay',
+          ),
         );
       }
     } catch (err) {
@@ -102,6 +122,33 @@ export async function startAll(
     }
   }
   if (keyrelayError) log(`keyrelay not measured: ${keyrelayError.slice(0, 400)}`);
+  const startProfiled =
+    opts.keyrelay && !keyrelayError
+      ? async (profileDir: string) => {
+          const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-bench-prof-'));
+          const inner = join(dataDir, 'data');
+          mkdirSync(inner);
+          const key = await createBenchKey(inner);
+          const kr = await startKeyrelay({
+            dataDir: inner,
+            upstream: upOrigin,
+            requestLog: true,
+            pin: pinProxy,
+            profileDir,
+            logFile: `${files.logPrefix}-keyrelay_profiled.log`,
+            env: opts.env,
+            node: opts.node,
+            nodeFlags: opts.nodeFlags,
+          });
+          const target = makeTarget('keyrelay', `http://127.0.0.1:${kr.port}`, '/api/proxy', key);
+          const stop = kr.stop;
+          kr.stop = async () => {
+            await stop();
+            rmSync(dataDir, { recursive: true, force: true });
+          };
+          return { subject: subject('keyrelay', target, kr, true), child: kr };
+        }
+      : null;
   const restorePriority = opts.nice
     ? raisePriority([process.pid, driver.pid, ...children.map((c) => c.pid)], log)
     : null;
@@ -113,6 +160,7 @@ export async function startAll(
     dataDirs,
     keyrelayError,
     buildWarning,
+    startProfiled,
     teardown: async () => {
       driver.stop();
       await Promise.all(children.map((c) => c.stop()));
@@ -121,6 +169,22 @@ export async function startAll(
     },
     // tmp (the data dirs) is removed by run.ts once it has counted the log rows.
   };
+}
+
+/**
+ * The no-FTS column: the request log without its full-text index, which keyrelay cannot switch off (yet):
+ * the insert trigger that feeds it is dropped from the migrated database before keyrelay starts, so every
+ * other cost stays. Measures what the console's body search costs per logged request.
+ */
+function dropFullTextTrigger(dataDir: string): void {
+  for (const f of readdirSync(dataDir).filter((name) => /\.(db|sqlite3?)$/.test(name))) {
+    const db = openConnection(join(dataDir, f));
+    try {
+      db.exec('DROP TRIGGER IF EXISTS requests_fts_insert');
+    } finally {
+      db.close();
+    }
+  }
 }
 
 export function removeDirs(dirs: (string | undefined)[]): void {

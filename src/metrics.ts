@@ -4,17 +4,49 @@ import type { RequestLogRow } from './types.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/**
+ * Per-request counts kept in plain maps and added to their prom-client counters when /metrics is read:
+ * prom-client hashes and validates the label set on every inc(), up to seven times a request otherwise.
+ */
+class Tally {
+  private pending = new Map<string, { labels: Record<string, string>; n: number }>();
+
+  add(key: string, labels: () => Record<string, string>, n: number): void {
+    const entry = this.pending.get(key);
+    if (entry) entry.n += n;
+    else this.pending.set(key, { labels: labels(), n });
+  }
+
+  /** Moves what was counted since the last scrape into `counter`. */
+  drainInto(counter: { inc(labels: Record<string, string>, n: number): void }): void {
+    for (const entry of this.pending.values()) {
+      if (entry.n === 0) continue;
+      counter.inc(entry.labels, entry.n);
+      entry.n = 0;
+    }
+  }
+}
+
 export function createMetrics() {
   const registry = new Registry();
+  const requestTally = new Tally();
+  const tokenTally = new Tally();
+  const costTally = new Tally();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
   const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
   return {
     registry,
+    requestTally,
+    tokenTally,
+    costTally,
     requests: new Counter({
       name: 'keyrelay_requests_total',
       help: 'Proxied requests by provider, status and outcome.',
       labelNames: ['provider', 'status', 'outcome'] as const,
       registers: [registry],
+      collect() {
+        requestTally.drainInto(this);
+      },
     }),
     latency: new Histogram({
       name: 'keyrelay_request_duration_seconds',
@@ -35,12 +67,18 @@ export function createMetrics() {
       help: 'Tokens by provider and type (input, output, cache_read, cache_write, reasoning).',
       labelNames: ['provider', 'type'] as const,
       registers: [registry],
+      collect() {
+        tokenTally.drainInto(this);
+      },
     }),
     cost: new Counter({
       name: 'keyrelay_cost_usd_total',
       help: 'Known cost in USD by provider.',
       labelNames: ['provider'] as const,
       registers: [registry],
+      collect() {
+        costTally.drainInto(this);
+      },
     }),
     upstreamErrors: new Counter({
       name: 'keyrelay_upstream_errors_total',
@@ -83,16 +121,31 @@ export function createMetrics() {
   };
 }
 
+const TOKEN_FIELDS = [
+  ['input', 'input_tokens'],
+  ['output', 'output_tokens'],
+  ['cache_read', 'cache_read_tokens'],
+  ['cache_write', 'cache_write_tokens'],
+  ['reasoning', 'reasoning_tokens'],
+] as const;
+
 /** Counts one finished proxied request (called with its log row, after the response). */
 export function observeRow(m: Metrics, row: RequestLogRow): void {
   const provider = row.provider;
-  m.requests.inc({ provider, status: String(row.status), outcome: row.outcome });
+  const status = String(row.status);
+  m.requestTally.add(
+    `${provider} ${status} ${row.outcome}`,
+    () => ({ provider, status, outcome: row.outcome }),
+    1,
+  );
   m.latency.observe({ provider }, row.latency_ms / 1000);
   if (row.ttfb_ms !== null && row.status > 0) m.ttfb.observe({ provider }, row.ttfb_ms / 1000);
-  if (row.input_tokens) m.tokens.inc({ provider, type: 'input' }, row.input_tokens);
-  if (row.output_tokens) m.tokens.inc({ provider, type: 'output' }, row.output_tokens);
-  if (row.cache_read_tokens) m.tokens.inc({ provider, type: 'cache_read' }, row.cache_read_tokens);
-  if (row.cache_write_tokens) m.tokens.inc({ provider, type: 'cache_write' }, row.cache_write_tokens);
-  if (row.reasoning_tokens) m.tokens.inc({ provider, type: 'reasoning' }, row.reasoning_tokens);
-  if (row.cost_usd) m.cost.inc({ provider }, row.cost_usd);
+  for (const [type, field] of TOKEN_FIELDS) {
+    const n = row[field];
+    // A counter cannot go down, and a bad figure must not break every later scrape.
+    if (n && n > 0 && Number.isFinite(n))
+      m.tokenTally.add(`${provider} ${type}`, () => ({ provider, type }), n);
+  }
+  if (row.cost_usd && row.cost_usd > 0 && Number.isFinite(row.cost_usd))
+    m.costTally.add(provider, () => ({ provider }), row.cost_usd);
 }

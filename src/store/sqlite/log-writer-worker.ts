@@ -8,12 +8,14 @@ const store = new SqliteLogStore((workerData as { path: string }).path);
 const port = parentPort!;
 
 /**
- * A batch is written in transactions of a few rows with a millisecond's pause between them: on a 2-core host a
- * 100-row transaction holds a core for ~3 ms, and requests in flight queue behind it for the other one
- * (bench: p99 at 500 requests/s with the log on). Each part commits on its own; a failed batch is retried
- * whole, and rows already in are skipped (ON CONFLICT DO NOTHING).
+ * A batch is written in transactions of up to 100 rows (the default KEYRELAY_LOG_BATCH_SIZE: one transaction
+ * per batch) with a millisecond's pause between them, so a larger batch never holds a core for long while
+ * requests wait for it. Each commit costs a WAL append and a new full-text segment whatever its size: per
+ * row, 20-row transactions cost ~7 % more CPU than 100-row ones with the full-text index and ~50 % more
+ * without (docs/performance.md); on one core the pause bought nothing. Each part commits on its own; a
+ * failed batch is retried whole, and rows already in are skipped (ON CONFLICT DO NOTHING).
  */
-const ROWS_PER_TRANSACTION = 20;
+const ROWS_PER_TRANSACTION = 100;
 const pause = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
 
 async function insertSpread(rows: readonly RequestLogRow[]): Promise<InsertResult> {

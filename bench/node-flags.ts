@@ -1,0 +1,107 @@
+/**
+ * A/B of node flags for keyrelay: `npm run bench:flags -- [--node PATH] [--reps N] -- <flags A> -- <flags B>`
+ * (empty = none), e.g. `-- -- --max-semi-space-size=16`. Two keyrelays as shipped, both pinned to CPU 1,
+ * saturated in turn (64 connections); CPU per request (/proc, all threads), throughput and RSS peak per
+ * repetition, then 1,000 slow streams each for RSS. Uses the built dist/ (run `npm run build` first).
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileBench } from './compile.js';
+import { createBenchKey, startKeyrelay } from './keyrelay.js';
+import { readCpuMs, sampleRss, startBenchServer, startDriver, useScriptDir } from './processes.js';
+import type { ClosedResult, HoldResult, Target } from './protocol.js';
+import { median } from './stats.js';
+
+const argv = process.argv.slice(2);
+let node = process.execPath;
+let reps = 3;
+const groups: string[][] = [];
+for (let i = 0; i < argv.length; i += 1) {
+  const a = argv[i]!;
+  if (a === '--') groups.push([]);
+  else if (groups.length > 0) groups[groups.length - 1]!.push(a);
+  else if (a === '--node') node = argv[++i]!;
+  else if (a === '--reps') reps = Number(argv[++i]) || 3;
+}
+while (groups.length < 2) groups.push([]);
+
+const compiled = compileBench();
+useScriptDir(compiled.dir);
+const upstream = await startBenchServer('upstream.ts', [], '0');
+const up = `http://127.0.0.1:${upstream.port}`;
+const driver = startDriver('0');
+const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-flags-'));
+const subjects = [];
+for (const [i, flags] of groups.slice(0, 2).entries()) {
+  const dataDir = join(tmp, String(i));
+  mkdirSync(dataDir);
+  const key = await createBenchKey(dataDir);
+  const child = await startKeyrelay({
+    dataDir,
+    upstream: up,
+    requestLog: true,
+    pin: '1',
+    node,
+    nodeFlags: flags,
+  });
+  const origin = `http://127.0.0.1:${child.port}`;
+  const target: Target = {
+    name: `flags ${i}`,
+    origin,
+    paths: { openai: '/api/proxy/openai/v1/chat/completions', anthropic: '/api/proxy/anthropic/v1/messages' },
+    headers: {
+      openai: { 'proxy-api-key': key, authorization: 'Bearer sk-bench' },
+      anthropic: { 'proxy-api-key': key, 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
+    },
+  };
+  subjects.push({
+    label: flags.join(' ') || '(none)',
+    child,
+    target,
+    cpu: [] as number[],
+    rps: [] as number[],
+    rss: 0,
+  });
+}
+for (const s of subjects)
+  await driver.run({ kind: 'closed', target: s.target, concurrency: 32, durationMs: 2000 });
+for (let rep = 0; rep < reps; rep += 1) {
+  for (const s of subjects) {
+    const cpu0 = readCpuMs(s.child.pid);
+    const stop = sampleRss(s.child.pid);
+    const r = await driver.run<ClosedResult>({
+      kind: 'closed',
+      target: s.target,
+      concurrency: 64,
+      durationMs: 4000,
+    });
+    s.cpu.push(((readCpuMs(s.child.pid) - cpu0) * 1000) / r.ok);
+    s.rps.push(r.rps);
+    s.rss = Math.max(s.rss, stop());
+  }
+}
+const streams: number[] = [];
+for (const s of subjects) {
+  const stop = sampleRss(s.child.pid, 50);
+  await driver.run<HoldResult>({
+    kind: 'hold',
+    target: s.target,
+    provider: 'openai',
+    count: 1000,
+    chunks: 8,
+    chunkMs: 500,
+  });
+  streams.push(stop());
+}
+console.log(`node ${node}; each keyrelay pinned to CPU 1; median of ${reps}`);
+for (const [i, s] of subjects.entries()) {
+  console.log(
+    `${s.label.padEnd(32)} ${median(s.cpu).toFixed(0).padStart(5)} µs/req  ${median(s.rps).toFixed(0).padStart(5)} rps  ` +
+      `RSS peak at saturation ${s.rss.toFixed(0)} MB, with 1,000 streams ${streams[i]!.toFixed(0)} MB`,
+  );
+}
+driver.stop();
+await Promise.all([upstream.stop(), ...subjects.map((s) => s.child.stop())]);
+rmSync(tmp, { recursive: true, force: true });
+compiled.remove();
