@@ -17,7 +17,7 @@ export interface Options {
   /**
    * How long a process is left without requests before its idle and after-load RSS are read. A server's
    * "idle" is a while without traffic, not the moment after a request: keyrelay gives memory back after
-   * 30 s without traffic (src/memory.ts), never between the bench's steps.
+   * 30 s without traffic (src/cli/memory.ts), never between the bench's steps.
    */
   quietMs: number;
   build: boolean;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RequestLogRow } from './log/record.js';
+import type { RequestLogRow } from './types.js';
 import { createMetrics, observeRow } from './metrics.js';
 
 function row(over: Partial<RequestLogRow>): RequestLogRow {

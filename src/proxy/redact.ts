@@ -20,7 +20,7 @@ export function isSecretName(name: string): boolean {
 const SECRET_VALUE = new RegExp(
   [
     /\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}/, // OpenAI, Anthropic
-    /\bkr_[0-9A-Za-z]{49}\b/, // keyrelay (SPEC §3)
+    /\bkr_[0-9A-Za-z]{49}\b/, // keyrelay keys: kr_ + 49 base62 (keys/format.ts)
     /\b(?:Bearer|Basic|Token)\s+[^\s,;]+/,
     /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/, // JWT
     /\bAIza[0-9A-Za-z_-]{30,}/, // Google API keys (`?key=`)
