@@ -18,6 +18,7 @@ import { LastUsedTracker } from './keys/last-used.js';
 import { KeyVerifier } from './keys/verify.js';
 import { KeyLimiter } from './limits/limiter.js';
 import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
+import { createRedisHolds, type SharedHolds } from './limits/redis-holds.js';
 import { LogQueue } from './log/queue.js';
 import type { RequestLogRow } from './log/record.js';
 import { startRetention } from './log/retention.js';
@@ -75,12 +76,14 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   let bus: KeyEventBus;
   let throttle: LoginThrottle;
   let sharedCounters: SharedCounters | null = null;
+  let sharedHolds: SharedHolds | null = null;
   if (config.redisUrl) {
     // Loaded only when configured: ioredis is memory a single instance does not need.
     const { createRedisKeyEventBus } = await import('./keys/redis-bus.js');
     const redisBus = await createRedisKeyEventBus(config.redisUrl, metrics, log);
     bus = redisBus;
     sharedCounters = createRedisCounters(redisBus.client);
+    sharedHolds = createRedisHolds(redisBus.client);
     throttle = new FallbackLoginThrottle(
       new RedisLoginThrottle(redisBus.client),
       new MemoryLoginThrottle(),
@@ -118,7 +121,9 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   const limits = new KeyLimiter({
     spendSince: (keyId, since) => logStore.spendSince(keyId, since),
     shared: sharedCounters,
+    holds: sharedHolds,
     onError: warn,
+    ...config.limits,
   });
   const queue = new LogQueue(
     logWriter,

@@ -62,7 +62,8 @@ async function rows(accountId: string, count: number): Promise<RequestLogRow[]> 
 
 describe('limits per response.create', () => {
   it('rate: the create over the limit gets a Realtime error event, is not sent upstream, and is logged refused', async () => {
-    const u = await userWith({ rate_limit_rpm: 3 }); // the upgrade is one request, so two creates fit
+    // Opening the socket is not billable (rate_limit_scope `billable`), so two creates fit.
+    const u = await userWith({ rate_limit_rpm: 2 });
     const c = await open(RT, u.key);
     await c.waitFor((e) => e.type === 'session.created');
     for (let i = 1; i <= 3; i++) c.ws.send(JSON.stringify({ type: 'response.create', event_id: `evt_${i}` }));
@@ -132,8 +133,11 @@ describe('limits per response.create', () => {
     expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
   });
 
-  it('rate: opening a socket counts as a request; over the limit the upgrade is refused with 429', async () => {
-    const u = await userWith({ rate_limit_rpm: 1 });
+  it('rate: with scope `all`, opening a socket counts as a request; over the limit the upgrade is refused with 429', async () => {
+    const billable = await userWith({ rate_limit_rpm: 1 });
+    const opened = [await open(RESP, billable.key), await open(RESP, billable.key)]; // upgrades are free
+    for (const o of opened) o.ws.close();
+    const u = await userWith({ rate_limit_rpm: 1, rate_limit_scope: 'all' });
     const c = await open(RESP, u.key);
     const r = await mustRefuse(openWs(wsUrl(h.url, RESP), { headers: { 'proxy-api-key': u.key } }));
     expect(r.status).toBe(429);

@@ -6,7 +6,7 @@ import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { ConfigStore, KeyLimits, KeyRecord, KeyStatus, KeyView } from '../store/types.js';
 import type { KeyEventBus } from './events.js';
-import { mergeKeyLimits } from '../limits/settings.js';
+import { mergeKeyLimits, pickLimits } from '../limits/settings.js';
 import { generateKey, hashKey, keyHint } from './format.js';
 
 export const MAX_ROLL_GRACE_SECONDS = 24 * 3600;
@@ -106,8 +106,7 @@ export async function rollKey(
   if (keyStatus(old, now) !== 'active')
     throw new ApiError(409, 'key_not_active', 'Only an active key can be rolled.');
   // The new key inherits the old one's limits: rolling must never lift them.
-  const { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period } = old;
-  const limits = { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period };
+  const limits = pickLimits(old);
   const created = await createKey(deps, { accountId, name: old.name, limits });
   const expiresAt = new Date(now.getTime() + graceSeconds * 1000).toISOString();
   const keep =

@@ -3,6 +3,7 @@
  * handle.ts so the hot path reads as steps, and the row's ~40 fields live in one place.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Hold } from '../limits/limiter.js';
 import type { Outcome, Provider, RequestLogRow } from '../log/record.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
@@ -30,6 +31,8 @@ export interface Exchange {
   responseHeaders: Record<string, string | string[]>;
   usage: Usage | null;
   responseBody: { text: string | null; truncated: boolean };
+  /** What the key's limits hold for this request (issue #13): settled with its row, whatever its ending. */
+  hold: Hold | null;
 }
 
 /** `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one). */
@@ -54,6 +57,7 @@ export function newExchange(id: string, startedAt: number, socketAddress?: strin
     responseHeaders: {},
     usage: null,
     responseBody: { text: null, truncated: false },
+    hold: null,
   };
 }
 

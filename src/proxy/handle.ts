@@ -108,8 +108,11 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   }
   ex.info = parseRequestInfo(target.provider, target.path, ex.requestBody, req.headers['content-type']);
   // Per-key controls need the model, so they run once the body is parsed; memory only, no await.
-  const limited = ctx.limits.check(key!, target.provider, ex.info.model, req.method);
-  if (limited) return refuse(ctx, ex, req, res, limited);
+  // Limits (issue #13): a refusal, or what the request holds (reservation, slot, tokens) until finish().
+  let admitted = ctx.limits.admit(key!, target.provider, ex.info, req.method!);
+  if (admitted instanceof Promise) admitted = await admitted;
+  if (admitted instanceof ProxyError) return refuse(ctx, ex, req, res, admitted);
+  ex.hold = admitted;
   const injected = ctx.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
 
   // 4. Forward. A caller that goes away aborts the upstream request at once, also before the first byte.
@@ -283,5 +286,5 @@ function finish(
   const row = toLogRow(ex, req, ctx, endedAt);
   observeRow(ctx.metrics, row);
   ctx.record(row);
-  ctx.limits.record(row);
+  ctx.limits.settle(ex.hold, row); // every ending comes here: releases the request's hold (issue #13)
 }

@@ -17,7 +17,7 @@ import { newId } from '../../ids.js';
 import type { KeyEvent } from '../../keys/events.js';
 import type { LastUsedTracker } from '../../keys/last-used.js';
 import type { KeyVerifier } from '../../keys/verify.js';
-import type { Limits } from '../../limits/limiter.js';
+import type { Hold, Limits } from '../../limits/limiter.js';
 import type { Provider, RequestLogRow } from '../../log/record.js';
 import { observeRow, type Metrics } from '../../metrics.js';
 import type { KeyRecord } from '../../store/types.js';
@@ -299,11 +299,11 @@ export function attachWebSocketProxy(server: Server, ctx: WsProxyContext): WebSo
     void open.ended.finally(() => closing.delete(open.ended));
   }
 
-  function emit(row: RequestLogRow): void {
+  function emit(row: RequestLogRow, hold: Hold | null = null): void {
     // A relayed socket's row would put its lifetime (minutes, hours) into the request latency histogram.
     if (row.status !== 101) observeRow(ctx.metrics, row);
     ctx.record(row);
-    ctx.limits.record(row);
+    ctx.limits.settle(hold, row); // a response's hold (issue #13); null for socket rows
   }
 
   function socketFacts(
