@@ -5,7 +5,7 @@
  * `max_completion_tokens`, times `n` choices), or the deployment's default allowance when it names none,
  * each at the model's highest per-token rate in the price library.
  */
-import { estimateRequestTokens } from '../usage/estimate.js';
+import { countTextTokens, SKIP_KEYS } from '../usage/estimate.js';
 import { computeCost } from '../usage/cost.js';
 import { classifyEndpoint, isRecord } from '../usage/normalize.js';
 import type { Provider } from '../log/record.js';
@@ -107,7 +107,7 @@ export function requestBound(
   json: unknown,
   defaultOutputTokens: number,
 ): RequestBound {
-  const input = estimateRequestTokens(json) ?? 0;
+  const input = promptTokens(json);
   // Embeddings generate nothing.
   const output = path.endsWith('/embeddings') ? 0 : (outputAllowance(json) ?? defaultOutputTokens);
   const r = model === null ? null : modelRates(provider, model);
@@ -129,4 +129,71 @@ export function socketCreateInfo(
 ): RequestInfo {
   const json = isRecord(event.response) ? event.response : event;
   return { provider, path: '/v1/responses', model, stream: true, end_user: null, json };
+}
+
+/**
+ * Token counts of prompt strings already seen. A conversation resends its system prompt and history with
+ * every turn, so most of a request's text was counted before: a lookup instead of a tokenizer pass. Only
+ * short strings are kept (≤ 2,000 characters, ≤ 4,096 entries: a few MB at most); cleared when full.
+ */
+const seen = new Map<string, number>();
+const SEEN_MAX = 4096;
+const SEEN_CHARS = 2000;
+/** Per-message framing tokens (role markers etc.), as usage/estimate.ts counts them. */
+const PER_MESSAGE_TOKENS = 4;
+const PER_REQUEST_TOKENS = 3;
+/** Text beyond this is not walked further: the estimate stops growing (as usage/estimate.ts samples). */
+const MAX_CHARS = 2 * 1024 * 1024;
+
+function stringTokens(text: string): number {
+  if (text.length > SEEN_CHARS) return countTextTokens(text);
+  let n = seen.get(text);
+  if (n === undefined) {
+    n = countTextTokens(text);
+    if (seen.size >= SEEN_MAX) seen.clear();
+    seen.set(text, n);
+  }
+  return n;
+}
+
+/** Tokens of the strings in a prompt value, plus one per string for the separators between them. */
+function valueTokens(value: unknown, budget: { chars: number }): number {
+  if (budget.chars <= 0) return 0;
+  if (typeof value === 'string') {
+    budget.chars -= value.length;
+    return value.length === 0 ? 0 : stringTokens(value) + 1;
+  }
+  let n = 0;
+  if (Array.isArray(value)) {
+    for (const v of value) n += valueTokens(v, budget);
+  } else if (isRecord(value)) {
+    for (const k in value) if (!SKIP_KEYS.has(k)) n += valueTokens(value[k], budget);
+  }
+  return n;
+}
+
+/**
+ * The prompt of a request body (chat, responses, completions, embeddings, messages) in o200k tokens, as
+ * usage/estimate.ts counts it, string by string so that repeated text is counted once.
+ */
+export function promptTokens(json: unknown): number {
+  if (!isRecord(json)) return 0;
+  const budget = { chars: MAX_CHARS };
+  let tokens = 0;
+  if (Array.isArray(json.messages)) {
+    tokens +=
+      PER_REQUEST_TOKENS + json.messages.length * PER_MESSAGE_TOKENS + valueTokens(json.messages, budget);
+  }
+  for (const key of ['system', 'instructions', 'prompt', 'input'] as const) {
+    const v = json[key];
+    if (v === undefined || v === null) continue;
+    // Embeddings accept pre-tokenized input: arrays of token ids.
+    if (Array.isArray(v) && v.every((x) => typeof x === 'number')) tokens += v.length;
+    else if (Array.isArray(v) && v.every((x) => Array.isArray(x))) {
+      tokens += v.reduce((n: number, x: unknown[]) => n + x.length, 0);
+    } else tokens += valueTokens(v, budget);
+  }
+  if (Array.isArray(json.tools) && json.tools.length > 0)
+    tokens += countTextTokens(JSON.stringify(json.tools));
+  return tokens;
 }
