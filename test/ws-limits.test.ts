@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey, rollKey, setKeyLimits } from '../src/keys/actions.js';
 import type { KeyLimits } from '../src/store/types.js';
 import type { RequestLogRow } from '../src/log/record.js';
+import { computeCost } from '../src/usage/index.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
 
@@ -131,6 +132,39 @@ describe('limits per response.create', () => {
     expect(r.status).toBe(429);
     expect(r.headers['x-keyrelay-error']).toBe('proxy_budget_exceeded');
     expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('hard budget: each create reserves its bound until its response ends; a socket closing releases it', async () => {
+    // 10,000 output tokens of gpt-realtime at the price library's text rate; the budget holds one and a half.
+    const bound = computeCost('openai', 'gpt-realtime', {
+      input_tokens: 0,
+      output_tokens: 10_000,
+      cache_read_tokens: null,
+      cache_write_tokens: null,
+      reasoning_tokens: null,
+      source: 'provider',
+      model: null,
+    }).cost_usd!;
+    const u = await userWith({ budget_usd: bound * 1.5, budget_mode: 'hard', budget_period: 'day' });
+    const create = (fake?: object) =>
+      JSON.stringify({ type: 'response.create', response: { max_output_tokens: 10_000 }, fake });
+    const c = await open(RT, u.key);
+    await c.waitFor((e) => e.type === 'session.created');
+    c.ws.send(create({ hold: true })); // started upstream, never finished: its reservation stays
+    await c.waitFor((e) => e.type === 'response.created');
+    c.ws.send(create());
+    const err = await c.waitFor((e) => e.type === 'error');
+    expect(err).toMatchObject({ type: 'error', error: { code: 'proxy_budget_exceeded' } });
+    const up = lastConn();
+    expect(up.received.filter((m) => m.data.toString().includes('response.create'))).toHaveLength(1);
+    c.ws.close();
+    await c.closed;
+    // The held response ended with its socket (a row, cut short): its reservation is released.
+    const again = await open(RT, u.key);
+    again.ws.send(create());
+    await again.waitFor((e) => e.type === 'response.done');
+    again.ws.close();
+    await again.closed;
   });
 
   it('rate: with scope `all`, opening a socket counts as a request; over the limit the upgrade is refused with 429', async () => {
