@@ -68,8 +68,10 @@ export class RateCounters {
     if (delta === 0) return;
     const s = this.states.get(keyId);
     if (!s) return;
-    if (s.window !== window && delta < 0) return;
-    if (s.window !== Math.floor(now / MINUTE_MS)) this.roll(keyId, s, Math.floor(now / MINUTE_MS));
+    const current = Math.floor(now / MINUTE_MS);
+    // A refund only applies to the window that counted it, while it is still the current one.
+    if (delta < 0 && (s.window !== window || current !== window)) return;
+    if (s.window !== current) this.roll(keyId, s, current);
     s.count += delta;
     s.pending += delta;
   }

@@ -154,7 +154,8 @@ export function createRedisHolds(client: Redis): SharedHolds {
       return Number(total);
     },
     async refresh(byKey, until) {
-      if (byKey.size === 0) return;
+      // Nothing to refresh: a ping still tells whether Redis answers (admissions go back to it).
+      if (byKey.size === 0) return void (await client.ping());
       const p = client.pipeline();
       for (const [keyId, ids] of byKey) {
         const [z, h, slots] = holdKeys(keyId);
