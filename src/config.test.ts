@@ -29,9 +29,24 @@ describe('loadConfig', () => {
     ['KEYRELAY_DATABASE_URL', 'mysql://x'],
     ['KEYRELAY_BODY_LOG_BYTES', '-1'],
     ['KEYRELAY_REQUEST_LOG', 'maybe'],
+    ['KEYRELAY_HARD_BUDGET_UNPRICED', 'sometimes'],
+    ['KEYRELAY_LIMIT_HOLD_TTL_MS', '10'],
+    ['KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS', '-5'],
   ])('refuses %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+
+  it('gives hard budgets their defaults: 4096 output tokens, unpriced calls refused, holds lapse after 60 s', () => {
+    expect(loadConfig({}).limits).toEqual({
+      defaultOutputTokens: 4096,
+      unpriced: 'refuse',
+      holdTtlMs: 60_000,
+    });
+    expect(
+      loadConfig({ KEYRELAY_HARD_BUDGET_UNPRICED: 'allow', KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS: '0' })
+        .limits,
+    ).toMatchObject({ unpriced: 'allow', defaultOutputTokens: 0 });
   });
 
   it('lets flags override the environment and derives secure cookies from an https public URL', () => {

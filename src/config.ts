@@ -86,6 +86,11 @@ const schema = z.object({
   KEYRELAY_USAGE_DECODE_BYTES: int(1).default(32 * 1024 * 1024),
   /** Largest SSE event held whole, for usage or for the OpenAI stream-usage rewrite. */
   KEYRELAY_SSE_EVENT_BYTES: int(1024).default(2 * 1024 * 1024),
+  // Hard budgets (docs/limits.md): output reserved for a request that names no maximum; unpriced calls
+  // refused or counted at 0; how long a crashed instance's reservations and in-flight slots outlive it.
+  KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS: int(0, 10_000_000).default(4096),
+  KEYRELAY_HARD_BUDGET_UNPRICED: z.enum(['refuse', 'allow']).default('refuse'),
+  KEYRELAY_LIMIT_HOLD_TTL_MS: int(1_000).default(60_000),
   // Operational log format: auto = readable lines on a terminal, JSON lines otherwise.
   KEYRELAY_LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 });
@@ -126,6 +131,7 @@ export interface Config {
   guard: Readonly<GuardLimits>;
   usageDecodeBytes: number;
   sseEventBytes: number;
+  limits: { defaultOutputTokens: number; unpriced: 'refuse' | 'allow'; holdTtlMs: number };
 }
 
 export class ConfigError extends Error {
@@ -202,5 +208,10 @@ export function loadConfig(
     }),
     usageDecodeBytes: e.KEYRELAY_USAGE_DECODE_BYTES,
     sseEventBytes: e.KEYRELAY_SSE_EVENT_BYTES,
+    limits: Object.freeze({
+      defaultOutputTokens: e.KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS,
+      unpriced: e.KEYRELAY_HARD_BUDGET_UNPRICED,
+      holdTtlMs: e.KEYRELAY_LIMIT_HOLD_TTL_MS,
+    }),
   });
 }

@@ -19,6 +19,7 @@ import { LastUsedTracker } from './keys/last-used.js';
 import { KeyVerifier } from './keys/verify.js';
 import { KeyLimiter } from './limits/limiter.js';
 import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
+import { createRedisHolds, type SharedHolds } from './limits/redis-holds.js';
 import { LogQueue } from './log/queue.js';
 import type { RequestLogRow } from './types.js';
 import { startRetention } from './log/retention.js';
@@ -78,6 +79,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   let throttle: LoginThrottle;
   let sharedCounters: SharedCounters | null = null;
   let redis: RedisConnections | null = null;
+  let sharedHolds: SharedHolds | null = null;
   if (config.redisUrl) {
     // Loaded only when configured: ioredis is memory a single instance does not need.
     const { openRedis } = await import('./redis.js');
@@ -85,6 +87,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     redis = await openRedis(config.redisUrl, metrics);
     bus = await createRedisKeyEventBus(redis, log);
     sharedCounters = createRedisCounters(redis.client);
+    sharedHolds = createRedisHolds(redis.client);
     throttle = new FallbackLoginThrottle(
       new RedisLoginThrottle(redis.client),
       new MemoryLoginThrottle(),
@@ -122,7 +125,9 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   const limits = new KeyLimiter({
     spendSince: (keyId, since) => logStore.spendSince(keyId, since),
     shared: sharedCounters,
+    holds: sharedHolds,
     onError: warn,
+    ...config.limits,
   });
   const queue = new LogQueue(
     logWriter,

@@ -185,6 +185,47 @@ describe('keyrelay CLI, as a well-made command', () => {
     }
   }, 120_000);
 
+  it('sets and shows the hard budget, tpm, in-flight and rpm-scope limits', async () => {
+    const k = (await json(['keys', 'create', '--email', 'ops@example.com', '--name', 'hard'])) as {
+      id: string;
+    };
+    const set = await json([
+      'keys',
+      'limits',
+      k.id,
+      '--budget-usd',
+      '5',
+      '--budget-mode',
+      'hard',
+      '--tpm',
+      '90000',
+      '--max-concurrent',
+      '3',
+      '--rpm',
+      '60',
+      '--rpm-scope',
+      'all',
+    ]);
+    expect(set).toMatchObject({
+      budget_usd: 5,
+      budget_mode: 'hard',
+      rate_limit_tpm: 90_000,
+      max_concurrent: 3,
+      rate_limit_rpm: 60,
+      rate_limit_scope: 'all',
+    });
+    const shown = await runCli(['keys', 'limits', k.id, '--tpm', 'none', '--max-concurrent', 'none'], env);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain('rpm 60 (all)  tpm unlimited  in-flight unlimited  budget $5/month hard');
+    const bad = await runCli(['keys', 'limits', k.id, '--budget-mode', 'strict'], env);
+    expect([bad.code, bad.stderr.includes('--budget-mode must be soft or hard')]).toEqual([2, true]);
+    const zero = await runCli(['keys', 'limits', k.id, '--max-concurrent', '0'], env);
+    expect([zero.code, zero.stderr.includes('--max-concurrent must be "none" or an integer')]).toEqual([
+      2,
+      true,
+    ]);
+  });
+
   it('answers an out-of-range limit with the flag’s name, not the API field', async () => {
     const k = (await json(['keys', 'create', '--email', 'ops@example.com', '--name', 'rpm'])) as {
       id: string;

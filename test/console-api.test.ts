@@ -36,6 +36,10 @@ const KEY_VIEW_FIELDS = [
   'rate_limit_rpm',
   'budget_usd',
   'budget_period',
+  'budget_mode',
+  'rate_limit_tpm',
+  'max_concurrent',
+  'rate_limit_scope',
 ].sort();
 
 describe('info', () => {

@@ -24,6 +24,10 @@ const UNLIMITED = {
   rate_limit_rpm: null,
   budget_usd: null,
   budget_period: null,
+  budget_mode: 'soft',
+  rate_limit_tpm: null,
+  max_concurrent: null,
+  rate_limit_scope: 'billable',
 };
 
 describe('key limits in the console API', () => {
@@ -77,6 +81,9 @@ describe('key limits in the console API', () => {
       { allowed_models: Array.from({ length: 51 }, (_, i) => `m${i}`) },
       { allowed_models: ['gpt*mini'] },
       { budget_period: 'day' },
+      { rate_limit_tpm: 0 },
+      { max_concurrent: 0 },
+      { max_concurrent: 1.5 },
     ];
     for (const body of cases) {
       const r = await c.patch(`/keys/${id}`, body);
@@ -86,6 +93,9 @@ describe('key limits in the console API', () => {
       { allowed_providers: ['azure'] },
       { rate_limit_rpm: '5' },
       { budget_period: 'week' },
+      { budget_mode: 'strict' },
+      { budget_mode: null },
+      { rate_limit_scope: 'none' },
     ]) {
       expect((await c.patch(`/keys/${id}`, body)).json.error.code, JSON.stringify(body)).toBe(
         'invalid_request',
@@ -104,16 +114,24 @@ describe('key limits in the console API', () => {
       rate_limit_rpm: 10,
       budget_usd: 5,
       budget_period: 'day',
+      budget_mode: 'hard',
+      rate_limit_tpm: 50_000,
+      max_concurrent: 3,
+      rate_limit_scope: 'all',
     });
     expect(r.status).toBe(201);
-    expect(r.json.key).toMatchObject({
-      name: 'capped',
+    const capped = {
       rate_limit_rpm: 10,
       budget_usd: 5,
       budget_period: 'day',
-    });
+      budget_mode: 'hard',
+      rate_limit_tpm: 50_000,
+      max_concurrent: 3,
+      rate_limit_scope: 'all',
+    };
+    expect(r.json.key).toMatchObject({ name: 'capped', ...capped });
     const rolled = await c.post(`/keys/${r.json.key.id}/roll`, { grace_seconds: 0 });
-    expect(rolled.json.key).toMatchObject({ rate_limit_rpm: 10, budget_usd: 5, budget_period: 'day' });
+    expect(rolled.json.key).toMatchObject(capped);
     expect((await c.post('/keys', { name: 'x', rate_limit_rpm: -1 })).json.error.code).toBe('invalid_limits');
   });
 

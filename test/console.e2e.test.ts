@@ -455,6 +455,32 @@ describe('web console, as a new user uses it', () => {
     const rErr = await ask(OPENAI_MODEL);
     expect(rErr).toBeInstanceOf(OpenAI.RateLimitError);
     expect((rErr as InstanceType<typeof OpenAI.RateLimitError>).message).toContain('Rate limit');
+
+    // The limits of issue #13: budget mode, tokens per minute, requests at once, what the rpm counts.
+    await row.getByRole('button', { name: 'Limits for default' }).click();
+    expect(await dialog.getByLabel('Budget mode').inputValue()).toBe('soft');
+    await dialog.getByLabel('Budget mode').selectOption('hard');
+    await dialog.getByText('Hard: each request reserves').waitFor();
+    await dialog.getByLabel('Tokens per minute').fill('90000');
+    await dialog.getByLabel('Requests at once').fill('3');
+    await dialog.getByLabel('What counts').selectOption('all');
+    const morePatch = page.waitForRequest((r) => r.method() === 'PATCH');
+    await dialog.getByRole('button', { name: 'Save limits' }).click();
+    expect((await morePatch).postDataJSON()).toEqual({
+      rate_limit_scope: 'all',
+      rate_limit_tpm: 90_000,
+      max_concurrent: 3,
+      budget_mode: 'hard',
+    });
+    await row.getByText('$25/month (hard)').waitFor();
+    expect(await limitParts(row)).toEqual([
+      'OpenAI only',
+      'gpt-4o*',
+      '1 rpm',
+      '90,000 tpm',
+      '3 at once',
+      '$25/month (hard)',
+    ]);
   });
 
   it('finds the refused requests in the log, each with the reason keyrelay gave', async () => {
@@ -486,7 +512,9 @@ describe('web console, as a new user uses it', () => {
       .locator('a.row-link')
       .click();
     await page.getByText('Refused by keyrelay; nothing was sent upstream.').waitFor();
-    await page.getByText('The key reached its requests-per-minute limit.').waitFor();
+    await page
+      .getByText('The key reached its requests-per-minute, tokens-per-minute or requests-in-flight limit.')
+      .waitFor();
     expect(await page.locator('.detail-meta [data-error-code=proxy_rate_limited]').textContent()).toBe(
       'rate limited',
     );

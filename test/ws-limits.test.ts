@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey, rollKey, setKeyLimits } from '../src/keys/actions.js';
 import type { KeyLimits } from '../src/store/types.js';
 import type { RequestLogRow } from '../src/types.js';
+import { computeCost } from '../src/usage/index.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
 
@@ -62,7 +63,8 @@ async function rows(accountId: string, count: number): Promise<RequestLogRow[]> 
 
 describe('limits per response.create', () => {
   it('rate: the create over the limit gets a Realtime error event, is not sent upstream, and is logged refused', async () => {
-    const u = await userWith({ rate_limit_rpm: 3 }); // the upgrade is one request, so two creates fit
+    // Opening the socket is not billable (rate_limit_scope `billable`), so two creates fit.
+    const u = await userWith({ rate_limit_rpm: 2 });
     const c = await open(RT, u.key);
     await c.waitFor((e) => e.type === 'session.created');
     for (let i = 1; i <= 3; i++) c.ws.send(JSON.stringify({ type: 'response.create', event_id: `evt_${i}` }));
@@ -132,8 +134,44 @@ describe('limits per response.create', () => {
     expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
   });
 
-  it('rate: opening a socket counts as a request; over the limit the upgrade is refused with 429', async () => {
-    const u = await userWith({ rate_limit_rpm: 1 });
+  it('hard budget: each create reserves its bound until its response ends; a socket closing releases it', async () => {
+    // 10,000 output tokens of gpt-realtime at the price library's text rate; the budget holds one and a half.
+    const bound = computeCost('openai', 'gpt-realtime', {
+      input_tokens: 0,
+      output_tokens: 10_000,
+      cache_read_tokens: null,
+      cache_write_tokens: null,
+      reasoning_tokens: null,
+      source: 'provider',
+      model: null,
+    }).cost_usd!;
+    const u = await userWith({ budget_usd: bound * 1.5, budget_mode: 'hard', budget_period: 'day' });
+    const create = (fake?: object) =>
+      JSON.stringify({ type: 'response.create', response: { max_output_tokens: 10_000 }, fake });
+    const c = await open(RT, u.key);
+    await c.waitFor((e) => e.type === 'session.created');
+    c.ws.send(create({ hold: true })); // started upstream, never finished: its reservation stays
+    await c.waitFor((e) => e.type === 'response.created');
+    c.ws.send(create());
+    const err = await c.waitFor((e) => e.type === 'error');
+    expect(err).toMatchObject({ type: 'error', error: { code: 'proxy_budget_exceeded' } });
+    const up = lastConn();
+    expect(up.received.filter((m) => m.data.toString().includes('response.create'))).toHaveLength(1);
+    c.ws.close();
+    await c.closed;
+    // The held response ended with its socket (a row, cut short): its reservation is released.
+    const again = await open(RT, u.key);
+    again.ws.send(create());
+    await again.waitFor((e) => e.type === 'response.done');
+    again.ws.close();
+    await again.closed;
+  });
+
+  it('rate: with scope `all`, opening a socket counts as a request; over the limit the upgrade is refused with 429', async () => {
+    const billable = await userWith({ rate_limit_rpm: 1 });
+    const opened = [await open(RESP, billable.key), await open(RESP, billable.key)]; // upgrades are free
+    for (const o of opened) o.ws.close();
+    const u = await userWith({ rate_limit_rpm: 1, rate_limit_scope: 'all' });
     const c = await open(RESP, u.key);
     const r = await mustRefuse(openWs(wsUrl(h.url, RESP), { headers: { 'proxy-api-key': u.key } }));
     expect(r.status).toBe(429);

@@ -24,15 +24,25 @@ export interface CommandArgs {
   positionals: string[];
 }
 
-export const LIMIT_FLAGS = ['rpm', 'budget-usd', 'budget-period', 'providers', 'models'] as const;
+export const LIMIT_FLAGS = [
+  'rpm',
+  'rpm-scope',
+  'tpm',
+  'max-concurrent',
+  'budget-usd',
+  'budget-period',
+  'budget-mode',
+  'providers',
+  'models',
+] as const;
 type LimitFlag = (typeof LIMIT_FLAGS)[number];
 
 /** Flags → a limits patch; "none" clears a limit. Ranges are checked by the key action, as in the console. */
 function limitsPatch(flags: CommandArgs['limits']): Partial<KeyLimits> {
   const patch: Partial<KeyLimits> = {};
   const num = (flag: LimitFlag, v: string) => {
-    if (flag === 'rpm' && !/^\d+$/.test(v))
-      throw new UsageError(`--rpm must be a whole number of requests per minute, or "none" (got ${v})`);
+    if ((flag === 'rpm' || flag === 'tpm' || flag === 'max-concurrent') && !/^\d+$/.test(v))
+      throw new UsageError(`--${flag} must be a whole number, or "none" (got ${v})`);
     if (!/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`--${flag} must be a number or "none" (got ${v})`);
     return Number(v);
   };
@@ -44,7 +54,16 @@ function limitsPatch(flags: CommandArgs['limits']): Partial<KeyLimits> {
   for (const [flag, value] of Object.entries(flags) as [LimitFlag, string][]) {
     const none = value === 'none';
     if (flag === 'rpm') patch.rate_limit_rpm = none ? null : num(flag, value);
-    else if (flag === 'budget-usd') patch.budget_usd = none ? null : num(flag, value);
+    else if (flag === 'tpm') patch.rate_limit_tpm = none ? null : num(flag, value);
+    else if (flag === 'max-concurrent') patch.max_concurrent = none ? null : num(flag, value);
+    else if (flag === 'rpm-scope') {
+      if (value !== 'billable' && value !== 'all')
+        throw new UsageError('--rpm-scope must be billable or all');
+      patch.rate_limit_scope = value;
+    } else if (flag === 'budget-mode') {
+      if (value !== 'soft' && value !== 'hard') throw new UsageError('--budget-mode must be soft or hard');
+      patch.budget_mode = value;
+    } else if (flag === 'budget-usd') patch.budget_usd = none ? null : num(flag, value);
     else if (flag === 'budget-period') {
       if (value !== 'day' && value !== 'month') throw new UsageError('--budget-period must be day or month');
       patch.budget_period = value;
@@ -68,6 +87,10 @@ class UsageError extends Error {}
 function inFlagTerms(message: string): string {
   return message
     .replace(/rate_limit_rpm/g, '--rpm')
+    .replace(/rate_limit_tpm/g, '--tpm')
+    .replace(/max_concurrent/g, '--max-concurrent')
+    .replace(/rate_limit_scope/g, '--rpm-scope')
+    .replace(/budget_mode/g, '--budget-mode')
     .replace(/budget_usd/g, '--budget-usd')
     .replace(/budget_period/g, '--budget-period')
     .replace(/allowed_providers/g, '--providers')
@@ -165,8 +188,10 @@ const limitsLine = (k: KeyLimits) =>
   [
     `providers ${k.allowed_providers?.join(',') ?? 'any'}`,
     `models ${k.allowed_models?.join(',') ?? 'any'}`,
-    `rpm ${k.rate_limit_rpm ?? 'unlimited'}`,
-    `budget ${k.budget_usd === null ? 'unlimited' : `$${k.budget_usd}/${k.budget_period}`}`,
+    `rpm ${k.rate_limit_rpm === null ? 'unlimited' : `${k.rate_limit_rpm} (${k.rate_limit_scope})`}`,
+    `tpm ${k.rate_limit_tpm ?? 'unlimited'}`,
+    `in-flight ${k.max_concurrent ?? 'unlimited'}`,
+    `budget ${k.budget_usd === null ? 'unlimited' : `$${k.budget_usd}/${k.budget_period} ${k.budget_mode}`}`,
   ].join('  ');
 
 export const commands: Record<string, Command> = {

@@ -20,8 +20,13 @@ export const FLAG_TO_VAR: Record<string, string> = {
 
 const LIMITS_HELP = `limits:
   --rpm N                  requests per minute (a whole number), or "none"
+  --rpm-scope S            billable (default: listings, retrievals, count_tokens not counted) or all
+  --tpm N                  tokens (input + output) per minute, or "none"
+  --max-concurrent N       requests in flight at once, or "none"
   --budget-usd X           spending cap in US dollars, or "none"
   --budget-period P        day or month (default month): when the budget resets
+  --budget-mode M          soft (default: checked on spend so far) or hard (each request reserves
+                           its upper bound first; see docs/limits.md)
   --providers LIST         openai, anthropic or both (comma-separated), or "none" for any
   --models LIST            model names, a trailing * matches a prefix (gpt-4o*), or "none" for any`;
 
@@ -42,7 +47,17 @@ export interface CommandSpec {
   details?: string;
 }
 
-const LIMIT_OPTIONS = ['rpm', 'budget-usd', 'budget-period', 'providers', 'models'] as const;
+const LIMIT_OPTIONS = [
+  'rpm',
+  'rpm-scope',
+  'tpm',
+  'max-concurrent',
+  'budget-usd',
+  'budget-period',
+  'budget-mode',
+  'providers',
+  'models',
+] as const;
 
 export const COMMANDS: Record<string, CommandSpec> = {
   serve: {

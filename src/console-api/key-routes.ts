@@ -33,6 +33,10 @@ const limitFields = {
   rate_limit_rpm: z.number().nullable().optional(),
   budget_usd: z.number().nullable().optional(),
   budget_period: z.enum(['day', 'month']).nullable().optional(),
+  budget_mode: z.enum(['soft', 'hard']).optional(),
+  rate_limit_tpm: z.number().nullable().optional(),
+  max_concurrent: z.number().nullable().optional(),
+  rate_limit_scope: z.enum(['billable', 'all']).optional(),
 };
 const createBody = z.object({
   name: z.string().max(200),

@@ -6,7 +6,7 @@ import { consoleError } from '../console-api/errors.js';
 import { newId } from '../ids.js';
 import type { ConfigStore, KeyLimits, KeyRecord, KeyStatus, KeyView } from '../store/types.js';
 import type { KeyEventBus } from './events.js';
-import { mergeKeyLimits } from '../limits/settings.js';
+import { mergeKeyLimits, pickLimits } from '../limits/settings.js';
 import { generateKey, hashKey, keyHint } from './format.js';
 
 export const MAX_ROLL_GRACE_SECONDS = 24 * 3600;
@@ -104,8 +104,7 @@ export async function rollKey(
   const now = deps.now?.() ?? new Date();
   if (keyStatus(old, now) !== 'active') throw consoleError('key_not_active');
   // The new key inherits the old one's limits: rolling must never lift them.
-  const { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period } = old;
-  const limits = { allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period };
+  const limits = pickLimits(old);
   const created = await createKey(deps, { accountId, name: old.name, limits });
   const expiresAt = new Date(now.getTime() + graceSeconds * 1000).toISOString();
   const keep =

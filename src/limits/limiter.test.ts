@@ -19,6 +19,10 @@ const key = (over: Partial<KeyRecord> = {}): KeyRecord => ({
   rate_limit_rpm: null,
   budget_usd: null,
   budget_period: null,
+  budget_mode: 'soft' as const,
+  rate_limit_tpm: null,
+  max_concurrent: null,
+  rate_limit_scope: 'billable' as const,
   ...over,
 });
 

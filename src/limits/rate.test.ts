@@ -70,3 +70,17 @@ describe('RateCounters', () => {
     expect(r.size).toBe(0);
   });
 });
+
+describe('RateCounters.adjust', () => {
+  it('refunds tokens only within the window that counted them; more usage lands in the current one', () => {
+    const r = new RateCounters(false);
+    const t0 = 10 * 60_000; // start of window 10
+    expect(r.admit('k', 100, t0, 80, true)).toBeNull();
+    r.adjust('k', 10, -60, t0 + 1000); // the request used 20 of its 80
+    expect(r.admit('k', 100, t0 + 2000, 80)).toBeNull(); // 20 + 80 fit
+    const r2 = new RateCounters(false);
+    expect(r2.admit('k', 100, t0, 80, true)).toBeNull();
+    r2.adjust('k', 10, -60, t0 + 60_000 + 1000); // ended in the next window: no refund there
+    expect(r2.admit('k', 100, t0 + 60_000 + 2000, 30)).not.toBeNull(); // 80 weighted ≈ 78 + 30 > 100
+  });
+});

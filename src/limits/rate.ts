@@ -34,8 +34,12 @@ export class RateCounters {
 
   constructor(private readonly shared: boolean) {}
 
-  /** Counts one request and returns null, or returns the seconds until one would be admitted. */
-  admit(keyId: string, rpm: number, now: number): number | null {
+  /**
+   * Counts `amount` (one request, or a request's tokens) and returns null, or returns the seconds until it
+   * would be admitted. With `alwaysFirst`, an amount larger than the whole limit is still admitted into an
+   * empty window (a request bigger than the tokens-per-minute limit would otherwise never pass).
+   */
+  admit(keyId: string, rpm: number, now: number, amount = 1, alwaysFirst = false): number | null {
     const window = Math.floor(now / MINUTE_MS);
     let s = this.states.get(keyId);
     if (!s) {
@@ -46,12 +50,30 @@ export class RateCounters {
     }
     s.lastSeen = now;
     const elapsed = (now - window * MINUTE_MS) / MINUTE_MS;
-    if (Math.ceil(s.prev * (1 - elapsed)) + s.count >= rpm) {
-      return Math.max(1, Math.ceil(waitFraction(s.prev, s.count, rpm, elapsed) * 60));
+    const used = Math.ceil(s.prev * (1 - elapsed)) + s.count;
+    if (used + amount > rpm && !(alwaysFirst && used <= 0)) {
+      return Math.max(1, Math.ceil(waitFraction(s.prev, s.count, rpm, elapsed, amount) * 60));
     }
-    s.count++;
-    s.pending++;
+    s.count += amount;
+    s.pending += amount;
     return null;
+  }
+
+  /**
+   * Corrects an admitted amount (a request's real tokens once it ended, or an admission taken back). A
+   * correction for a window that has since ended is dropped when it is a refund, and counted in the current
+   * window when it is more usage (late, but never lost).
+   */
+  adjust(keyId: string, window: number, delta: number, now: number): void {
+    if (delta === 0) return;
+    const s = this.states.get(keyId);
+    if (!s) return;
+    const current = Math.floor(now / MINUTE_MS);
+    // A refund only applies to the window that counted it, while it is still the current one.
+    if (delta < 0 && (s.window !== window || current !== window)) return;
+    if (s.window !== current) this.roll(keyId, s, current);
+    s.count += delta;
+    s.pending += delta;
   }
 
   private roll(keyId: string, s: RateState, window: number): void {
@@ -108,7 +130,8 @@ export class RateCounters {
  * Fraction of a minute until the estimate drops below `rpm` (assuming no other request arrives):
  * within this window while the current count alone fits, else after the window ends.
  */
-function waitFraction(prev: number, count: number, rpm: number, elapsed: number): number {
-  if (count < rpm) return prev === 0 ? 0 : Math.max(0, 1 - elapsed - (rpm - 1 - count) / prev);
-  return 1 - elapsed + Math.max(0, 1 - (rpm - 1) / count);
+function waitFraction(prev: number, count: number, rpm: number, elapsed: number, amount: number): number {
+  if (count + amount <= rpm) return prev === 0 ? 0 : Math.max(0, 1 - elapsed - (rpm - amount - count) / prev);
+  // Next window: what is counted now weighs as its previous one; beyond that, wait out both windows.
+  return 1 - elapsed + (count === 0 ? 1 : Math.min(1, Math.max(0, 1 - (rpm - amount) / count)));
 }

@@ -26,17 +26,23 @@ return tonumber(ARGV[2])`;
 
 const RATE_TTL_MS = 3 * MINUTE_MS;
 /** Kept a day past the period's end: an instance with a slow clock may still push into it. */
-const SPEND_GRACE_MS = 86_400_000;
+export const SPEND_GRACE_MS = 86_400_000;
 
 export interface SharedCounters {
-  /** Per delta: [total of its window, total of the window before], or null where the push failed. */
-  pushRate(deltas: readonly RateDelta[]): Promise<([number, number] | null)[]>;
+  /**
+   * Per delta: [total of its window, total of the window before], or null where the push failed. `kind`
+   * names the counter: requests (`rpm`) or tokens (`tpm`).
+   */
+  pushRate(deltas: readonly RateDelta[], kind?: RateKind): Promise<([number, number] | null)[]>;
   /** Per delta: the period's total, or null where the push failed. */
   pushSpend(deltas: readonly SpendDelta[], now: number): Promise<(number | null)[]>;
 }
 
-const rateKey = (keyId: string, window: number) => `keyrelay:limits:rpm:{${keyId}}:${window}`;
-const spendKey = (d: SpendDelta) => `keyrelay:limits:spend:{${d.keyId}}:${d.period}:${d.start}`;
+export type RateKind = 'rpm' | 'tpm';
+const rateKey = (keyId: string, window: number, kind: RateKind) =>
+  `keyrelay:limits:${kind}:{${keyId}}:${window}`;
+export const spendKey = (d: Pick<SpendDelta, 'keyId' | 'period' | 'start'>) =>
+  `keyrelay:limits:spend:{${d.keyId}}:${d.period}:${d.start}`;
 
 export function createRedisCounters(client: Redis): SharedCounters {
   async function run(build: (p: ReturnType<Redis['pipeline']>) => void, n: number) {
@@ -50,14 +56,14 @@ export function createRedisCounters(client: Redis): SharedCounters {
     }
   }
   return {
-    async pushRate(deltas) {
+    async pushRate(deltas, kind = 'rpm') {
       const replies = await run((p) => {
         for (const d of deltas) {
           p.eval(
             RATE_SCRIPT,
             2,
-            rateKey(d.keyId, d.window),
-            rateKey(d.keyId, d.window - 1),
+            rateKey(d.keyId, d.window, kind),
+            rateKey(d.keyId, d.window - 1, kind),
             d.delta,
             RATE_TTL_MS,
           );

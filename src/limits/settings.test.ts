@@ -23,8 +23,25 @@ describe('mergeKeyLimits', () => {
       rate_limit_rpm: 10,
       budget_usd: null,
       budget_period: null,
+      budget_mode: 'soft',
+      rate_limit_tpm: null,
+      max_concurrent: null,
+      rate_limit_scope: 'billable',
     });
     expect(mergeKeyLimits(set, { rate_limit_rpm: null })).toEqual({ ...set, rate_limit_rpm: null });
+    const more = mergeKeyLimits(set, { budget_mode: 'hard', rate_limit_tpm: 1000, max_concurrent: 3 });
+    expect(more).toMatchObject({
+      budget_mode: 'hard',
+      rate_limit_tpm: 1000,
+      max_concurrent: 3,
+      rate_limit_rpm: 10,
+    });
+    // The mode outlives its budget being cleared, so a budget set again keeps it.
+    expect(mergeKeyLimits(more, { rate_limit_scope: 'all', max_concurrent: null })).toMatchObject({
+      budget_mode: 'hard',
+      rate_limit_scope: 'all',
+      max_concurrent: null,
+    });
   });
 
   it('gives a budget the current period, else month; clearing the budget clears the period', () => {
@@ -51,5 +68,13 @@ describe('mergeKeyLimits', () => {
     expect(bad({ allowed_models: Array.from({ length: 51 }, (_, i) => `m${i}`) })).toBe('invalid_limits');
     expect(bad({ allowed_models: Array.from({ length: 50 }, (_, i) => `m${i}`) })).toBe('accepted');
     expect(bad({ allowed_models: ['gpt*4'] })).toBe('invalid_limits');
+    expect(bad({ rate_limit_tpm: 0 })).toBe('invalid_limits');
+    expect(bad({ rate_limit_tpm: 1_000_000_001 })).toBe('invalid_limits');
+    expect(bad({ rate_limit_tpm: 1_000_000_000 })).toBe('accepted');
+    expect(bad({ max_concurrent: 0 })).toBe('invalid_limits');
+    expect(bad({ max_concurrent: 2.5 })).toBe('invalid_limits');
+    expect(bad({ max_concurrent: 100_000 })).toBe('accepted');
+    expect(bad({ budget_mode: 'strict' as 'hard' })).toBe('invalid_limits');
+    expect(bad({ rate_limit_scope: 'some' as 'all' })).toBe('invalid_limits');
   });
 });

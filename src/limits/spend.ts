@@ -12,7 +12,7 @@ import { periodBounds, secondsUntil } from './periods.js';
 export const NANOS_PER_USD = 1e9;
 export const toNanos = (usd: number) => Math.round(usd * NANOS_PER_USD);
 
-interface SpendState {
+export interface SpendState {
   period: BudgetPeriod;
   start: number;
   end: number;
@@ -22,7 +22,11 @@ interface SpendState {
   retryLoadAt: number;
   total: number; // nanodollars spent in the period: log + recorded here (+ other instances when shared)
   pending: number; // recorded here and not yet added to the shared total
+  /** Hard budgets: nanodollars reserved by this instance's requests in flight. */
+  reserved: number;
   lastSeen: number;
+  /** Hard-budget admissions waiting for the log's spend. */
+  waiters: (() => void)[] | null;
 }
 
 export interface SpendDelta {
@@ -50,6 +54,16 @@ export class SpendLedger {
 
   /** Null while the budget is not spent (or not known yet); else seconds until the period ends. */
   exceeded(keyId: string, budgetUsd: number, period: BudgetPeriod, now: number): number | null {
+    const s = this.state(keyId, period, now);
+    if (s.status !== 'loaded') return null;
+    return s.total >= toNanos(budgetUsd) ? secondsUntil(s.end, now) : null;
+  }
+
+  /**
+   * The key's state in the current period (created, and its log spend loading, on first sight). A hard
+   * budget cannot admit on a guess: it waits for `loaded` when the status is not `loaded` yet.
+   */
+  state(keyId: string, period: BudgetPeriod, now: number): SpendState {
     let s = this.states.get(keyId);
     if (!s || s.period !== period || now >= s.end || now < s.start) {
       const { start, end } = periodBounds(period, now);
@@ -63,16 +77,21 @@ export class SpendLedger {
         retryLoadAt: 0,
         total: 0,
         pending: 0,
+        reserved: 0,
         lastSeen: now,
+        waiters: null,
       };
       this.states.set(keyId, s);
     }
     s.lastSeen = now;
-    if (s.status !== 'loaded') {
-      if (s.status === 'new' && now >= s.retryLoadAt) this.load(keyId, s, now);
-      return null;
-    }
-    return s.total >= toNanos(budgetUsd) ? secondsUntil(s.end, now) : null;
+    if (s.status === 'new' && now >= s.retryLoadAt) this.load(keyId, s, now);
+    return s;
+  }
+
+  /** Resolves once the state's log spend is loaded, true; false if loading failed (retried later). */
+  loaded(s: SpendState): Promise<boolean> {
+    if (s.status === 'loaded') return Promise.resolve(true);
+    return new Promise((resolve) => (s.waiters ??= []).push(() => resolve(s.status === 'loaded')));
   }
 
   /** Adds a finished request's cost to its key's period (ignored for keys without a budget here). */
@@ -99,11 +118,13 @@ export class SpendLedger {
         // moment would count twice, which errs on the strict side and is rare (flushes lag by ~250 ms).
         s.total += toNanos(usd);
         s.status = 'loaded';
+        wake(s);
       },
       (err: unknown) => {
         s.status = 'new';
         s.retryLoadAt = now + LOAD_RETRY_MS;
         this.onLoadError(err);
+        wake(s);
       },
     );
   }
@@ -113,7 +134,7 @@ export class SpendLedger {
     const out: SpendDelta[] = [];
     for (const [keyId, s] of this.states) {
       const idle = now - s.lastSeen;
-      if ((idle > IDLE_MS || now >= s.end) && s.pending === 0) {
+      if ((idle > IDLE_MS || now >= s.end) && s.pending === 0 && s.reserved === 0) {
         this.states.delete(keyId);
         continue;
       }
@@ -122,6 +143,14 @@ export class SpendLedger {
       s.pending = 0;
     }
     return out;
+  }
+
+  /** A hard budget's cost, already added to the shared total by its settle (total: that total, or -1). */
+  addSettled(keyId: string, createdAt: string, costUsd: number, total: number): void {
+    const s = this.states.get(keyId);
+    if (!s || createdAt < s.startIso || createdAt >= s.endIso) return;
+    if (total >= 0) s.total = Math.max(s.total, total + s.pending);
+    else this.add(keyId, createdAt, costUsd);
   }
 
   /** The shared total after a push (every instance's spend in the period). */
@@ -138,11 +167,17 @@ export class SpendLedger {
   /** Drops idle keys (when there is no sync, which otherwise does this in collect). */
   sweep(now: number): void {
     for (const [keyId, s] of this.states) {
-      if (now - s.lastSeen > IDLE_MS || now >= s.end) this.states.delete(keyId);
+      if ((now - s.lastSeen > IDLE_MS || now >= s.end) && s.reserved === 0) this.states.delete(keyId);
     }
   }
 
   get size(): number {
     return this.states.size;
   }
+}
+
+function wake(s: SpendState): void {
+  const waiters = s.waiters;
+  s.waiters = null;
+  if (waiters) for (const w of waiters) w();
 }

@@ -90,5 +90,5 @@ export function finish(
   const row = toLogRow(ex, req, s, endedAt);
   observeRow(s.metrics, row);
   s.record(row);
-  s.limits.record(row);
+  s.limits.settle(ex.hold, row); // every ending comes here: releases what the request held (docs/limits.md)
 }

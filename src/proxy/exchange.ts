@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.js';
 import type { Outcome, Provider, RequestLogRow } from '../types.js';
+import type { Hold } from '../limits/limiter.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
 import { providerCredential } from '../providers/index.js';
@@ -34,6 +35,8 @@ export interface Exchange {
   responseBody: { text: string | null; truncated: boolean };
   /** Its row was built (or building it began): an exchange is recorded once, even if recording fails. */
   finished: boolean;
+  /** What the key's limits hold for this request (issue #13): settled with its row, whatever its ending. */
+  hold: Hold | null;
 }
 
 /** `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one). */
@@ -59,6 +62,7 @@ export function newExchange(id: string, startedAt: number, socketAddress?: strin
     usage: null,
     responseBody: { text: null, truncated: false },
     finished: false,
+    hold: null,
   };
 }
 

@@ -83,9 +83,12 @@ async function handle(
     return finish(s, ex, req, res, 'client_aborted');
   }
   ex.info = parseRequestInfo(target.provider, target.path, ex.requestBody, req.headers['content-type']);
-  // Per-key controls need the model, so they run once the body is parsed; memory only, no await.
-  const limited = s.limits.check(key, target.provider, ex.info.model, req.method);
-  if (limited) return refuse(s, ex, req, res, limited);
+  // Per-key controls need the model, so they run once the body is parsed.
+  // Limits (issue #13): a refusal, or what the request holds (reservation, slot, tokens) until finish().
+  let admitted = s.limits.admit(key, target.provider, ex.info, req.method!);
+  if (admitted instanceof Promise) admitted = await admitted;
+  if (admitted instanceof ProxyError) return refuse(s, ex, req, res, admitted);
+  ex.hold = admitted;
   const injected = s.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
 
   // 4. Forward; from here a caller that goes away aborts the upstream request at once.

@@ -18,6 +18,10 @@ export interface AccountWithSecret extends Account {
 
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 export type BudgetPeriod = 'day' | 'month';
+/** `soft`: admitted while spend < budget; `hard`: each request reserves an upper bound of its cost first. */
+export type BudgetMode = 'soft' | 'hard';
+/** What counts against rate_limit_rpm: `billable` leaves out listings, retrievals and token counting. */
+export type RpmScope = 'billable' | 'all';
 
 /** Per-key controls (enforced by src/limits/); null = unlimited / any. */
 export interface KeyLimits {
@@ -28,6 +32,13 @@ export interface KeyLimits {
   budget_usd: number | null;
   /** UTC calendar period of the budget; null exactly when budget_usd is null. */
   budget_period: BudgetPeriod | null;
+  /** Kept when the budget is removed, so a budget set again later keeps its mode. */
+  budget_mode: BudgetMode;
+  /** Tokens (input + output) per minute, sliding like the rpm. */
+  rate_limit_tpm: number | null;
+  /** Requests in flight at once (a WebSocket response counts while it is generated). */
+  max_concurrent: number | null;
+  rate_limit_scope: RpmScope;
 }
 
 export interface KeyRecord extends KeyLimits {

@@ -28,7 +28,7 @@ const PER_REQUEST_TOKENS = 3;
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 
 /** Keys whose string values are identifiers, markup or binary, not prompt text. */
-const SKIP_KEYS = new Set([
+export const SKIP_KEYS = new Set([
   'type',
   'role',
   'id',

@@ -119,7 +119,7 @@ export interface Pair {
  * a revocation seen within a second. Both start at once: the migration lock must let them start together
  * on an empty database.
  */
-export async function startPair(emailPrefix: string): Promise<Pair> {
+export async function startPair(emailPrefix: string, extraEnv: Record<string, string> = {}): Promise<Pair> {
   const db = await createTestDatabase();
   const openai = await startFakeOpenAI();
   const anthropic = await startFakeAnthropic();
@@ -129,6 +129,7 @@ export async function startPair(emailPrefix: string): Promise<Pair> {
     KEYRELAY_OPENAI_UPSTREAM: openai.url,
     KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
     KEYRELAY_KEY_CACHE_TTL_MS: '60000',
+    ...extraEnv,
   };
   const [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
   const onA = new Client(a.url);

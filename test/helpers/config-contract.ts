@@ -96,6 +96,10 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         rate_limit_rpm: null,
         budget_usd: null,
         budget_period: null,
+        budget_mode: 'soft',
+        rate_limit_tpm: null,
+        max_concurrent: null,
+        rate_limit_scope: 'billable',
       });
       expect(await cfg.getKeyByHash(`hash-${k.id}`)).toEqual(k);
       expect(await cfg.getKey(k.id)).toEqual(k);
@@ -159,6 +163,10 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         rate_limit_rpm: 120,
         budget_usd: 12.345678,
         budget_period: 'day' as const,
+        budget_mode: 'hard' as const,
+        rate_limit_tpm: 90_000,
+        max_concurrent: 4,
+        rate_limit_scope: 'all' as const,
       };
       const set = await cfg.setKeyLimits(k.id, limits);
       expect(set).toEqual({ ...k, ...limits });
@@ -171,6 +179,10 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         rate_limit_rpm: null,
         budget_usd: 1_000_000,
         budget_period: 'month' as const,
+        budget_mode: 'soft' as const,
+        rate_limit_tpm: 1,
+        max_concurrent: null,
+        rate_limit_scope: 'billable' as const,
       };
       expect(await cfg.setKeyLimits(k.id, replaced)).toEqual({ ...k, ...replaced });
       const cleared = {
@@ -179,6 +191,10 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         rate_limit_rpm: null,
         budget_usd: null,
         budget_period: null,
+        budget_mode: 'soft' as const,
+        rate_limit_tpm: null,
+        max_concurrent: null,
+        rate_limit_scope: 'billable' as const,
       };
       expect(await cfg.setKeyLimits(k.id, cleared)).toEqual(k);
       expect(await cfg.getKey(k.id)).toEqual(k);

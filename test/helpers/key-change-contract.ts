@@ -10,6 +10,10 @@ const NO_LIMITS = {
   rate_limit_rpm: null,
   budget_usd: null,
   budget_period: null,
+  budget_mode: 'soft' as const,
+  rate_limit_tpm: null,
+  max_concurrent: null,
+  rate_limit_scope: 'billable' as const,
 };
 
 export function describeKeyChangeFeedContract(ctx: ConfigContext): void {

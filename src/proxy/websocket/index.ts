@@ -14,6 +14,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { ProxyError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { KeyEvent } from '../../keys/events.js';
+import type { Hold } from '../../limits/limiter.js';
 import type { Provider, RequestLogRow } from '../../types.js';
 import { observeRow } from '../../metrics.js';
 import type { KeyRecord } from '../../store/types.js';
@@ -292,11 +293,11 @@ export function attachWebSocketProxy(
     void open.ended.finally(() => closing.delete(open.ended));
   }
 
-  function emit(row: RequestLogRow): void {
+  function emit(row: RequestLogRow, hold: Hold | null = null): void {
     // A relayed socket's row would put its lifetime (minutes, hours) into the request latency histogram.
     if (row.status !== 101) observeRow(ctx.metrics, row);
     ctx.record(row);
-    ctx.limits.record(row);
+    ctx.limits.settle(hold, row); // a response's hold (issue #13); null for socket rows
   }
 
   function socketFacts(

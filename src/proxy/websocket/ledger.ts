@@ -6,6 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { newId } from '../../ids.js';
+import type { Hold } from '../../limits/limiter.js';
 import type { Outcome, Provider, RequestLogRow } from '../../types.js';
 import type { KeyRecord } from '../../store/types.js';
 import type { Usage } from '../../usage/types.js';
@@ -40,6 +41,8 @@ interface Pending {
   ttfbMs: number | null;
   model: string | null;
   responseBytes: number;
+  /** The limits' hold for this response (issue #13), settled with its row. */
+  hold: Hold | null;
 }
 
 const NO_USAGE: Usage = {
@@ -62,13 +65,13 @@ export class SocketLedger {
   constructor(
     private readonly ctx: RowSettings,
     private readonly facts: SocketFacts,
-    private readonly emit: (row: RequestLogRow) => void,
+    private readonly emit: (row: RequestLogRow, hold?: Hold | null) => void,
   ) {
     this.model = modelFromQuery(facts.path);
   }
 
   /** A response.create the caller sent (already admitted by the limits). */
-  onCreate(event: Record<string, unknown>, bytes: number): void {
+  onCreate(event: Record<string, unknown>, bytes: number, hold: Hold | null = null): void {
     const now = performance.now();
     this.pending.push({
       id: newId(),
@@ -81,6 +84,7 @@ export class SocketLedger {
       ttfbMs: null,
       model: this.modelOf(event),
       responseBytes: 0,
+      hold,
     });
   }
 
@@ -212,6 +216,7 @@ export class SocketLedger {
       ttfbMs: null,
       model,
       responseBytes: 0,
+      hold: null,
     };
   }
 
@@ -264,7 +269,7 @@ export class SocketLedger {
     row.output_audio_tokens = r.usage.output_audio_tokens ?? null;
     row.credential_fingerprint ??= f.credentialFingerprint;
     this.responses++;
-    this.emit(row);
+    this.emit(row, p.hold);
   }
 
   /** The socket's own row, written when it closes. Usage stays on the response rows (no double count). */

@@ -160,6 +160,11 @@ export class Relay {
   }
 
   /** keyrelay ends the pair: a close frame to both sides (code and reason), then their sockets. */
+  /** A caller message held back by fromCaller (waiting for its admission), sent now (issue #13). */
+  sendUpstream(data: Buffer, isBinary: boolean): void {
+    if (!this.ended) this.forward('upstream', data, isBinary);
+  }
+
   close(code: number, reason: string, keyrelayCode: string): void {
     if (this.end) return;
     this.end = { by: 'keyrelay', code, reason, keyrelayCode, abnormal: false };

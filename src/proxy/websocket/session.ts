@@ -6,12 +6,17 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type WebSocket from 'ws';
+import { ProxyError } from '../../errors.js';
 import { newId } from '../../ids.js';
+import { socketCreateInfo } from '../../limits/bound.js';
+import type { Admission, Hold } from '../../limits/limiter.js';
+import { OrderedGate } from '../../limits/ordered-gate.js';
 import type { Outcome, RequestLogRow } from '../../types.js';
 import { redactHeaders } from '../headers.js';
+import type { SocketEvents } from '../../providers/types.js';
 import type { WsProxyContext } from './index.js';
 import type { SocketFacts, SocketLedger } from './ledger.js';
-import { Relay, type RelayEnd } from './relay.js';
+import { Relay, type RelayEnd, type RelayHooks } from './relay.js';
 
 export interface OpenSocket {
   keyId: string;
@@ -44,37 +49,57 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
   const ended = new Promise<void>((r) => (resolveEnded = r));
   let expiryTimer: NodeJS.Timeout | null = null;
 
-  const relay = new Relay(caller, upstream, ctx.config.ws, {
-    fromCaller(data) {
+  // Decides an admitted or refused response.create: true sends it upstream.
+  const decide = (
+    events: SocketEvents,
+    event: Record<string, unknown>,
+    data: Buffer,
+    admitted: Admission,
+  ): boolean => {
+    const refusal = admitted instanceof ProxyError ? admitted : null;
+    if (!refusal) {
+      ctx.lastUsed.mark(facts.key.id, new Date().toISOString()); // a socket may live for hours
+      ledger.onCreate(event, data.length, admitted as Hold | null);
+      return true;
+    }
+    const clientEventId = typeof event.event_id === 'string' ? event.event_id : null;
+    caller.send(
+      events.renderErrorEvent(
+        facts.protocol,
+        refusal.code,
+        refusal.message,
+        refusal.status,
+        clientEventId,
+        `event_kr_${newId()}`,
+      ),
+    );
+    ledger.refused(event, data.length, refusal.status, refusal.code);
+    return false;
+  };
+
+  const hooks: RelayHooks = {
+    fromCaller(data, isBinary) {
+      if (gate.waiting) return gate.defer(data, isBinary); // in order behind a create being admitted
       const events = facts.events;
       if (!events || facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
       const event = events.parseClientCreate(data);
       if (!event) return true;
-      const model = ledger.modelOf(event);
-      const refusal = ctx.limits.check(facts.key, facts.provider, model, 'POST');
-      if (!refusal) {
-        ctx.lastUsed.mark(facts.key.id, new Date().toISOString()); // a socket may live for hours
-        ledger.onCreate(event, data.length);
-        return true;
-      }
-      const clientEventId = typeof event.event_id === 'string' ? event.event_id : null;
-      caller.send(
-        events.renderErrorEvent(
-          facts.protocol,
-          refusal.code,
-          refusal.message,
-          refusal.status,
-          clientEventId,
-          `event_kr_${newId()}`,
-        ),
+      // Each create is admitted like an HTTP request: limits, and a hold settled with its response's row.
+      const admitted = ctx.limits.admit(
+        facts.key,
+        facts.provider,
+        socketCreateInfo(facts.provider, ledger.modelOf(event), event),
+        'POST',
       );
-      ledger.refused(event, data.length, refusal.status, refusal.code);
-      return false;
+      if (!(admitted instanceof Promise)) return decide(events, event, data, admitted);
+      const release = (a: Admission) => a instanceof ProxyError || ctx.limits.settle(a, null);
+      return gate.wait(admitted, data, (a) => decide(events, event, data, a), release);
     },
     fromUpstream(data, isBinary) {
       if (facts.protocol !== 'other' && !isBinary) ledger.onServerText(data);
     },
     closed(end) {
+      gate.close();
       if (expiryTimer) clearTimeout(expiryTimer);
       ledger.closeAll(end.by === 'upstream' && end.abnormal ? 'upstream_error' : 'client_aborted');
       o.emit(
@@ -98,7 +123,13 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
       o.onEnd(self);
       resolveEnded();
     },
-  });
+  };
+  const relay = new Relay(caller, upstream, ctx.config.ws, hooks);
+
+  const gate = new OrderedGate<Admission>(
+    (d, b) => hooks.fromCaller(d, b),
+    (d, b) => relay.sendUpstream(d, b),
+  );
 
   const armExpiry = (expiresAt: string | null) => {
     if (expiryTimer) clearTimeout(expiryTimer);

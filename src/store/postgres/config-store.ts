@@ -6,16 +6,18 @@ import type { Provider } from '../../types.js';
 import type {
   Account,
   AccountWithSecret,
+  BudgetMode,
   BudgetPeriod,
   ConfigStore,
   KeyChanges,
   KeyLimits,
   KeyRecord,
+  RpmScope,
   SessionRecord,
 } from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations, type PgMigration } from './db.js';
 
-const MIGRATIONS: readonly PgMigration[] = [
+export const CONFIG_MIGRATIONS: readonly PgMigration[] = [
   {
     version: 1,
     name: 'accounts, keys, sessions, secrets',
@@ -98,6 +100,25 @@ const MIGRATIONS: readonly PgMigration[] = [
       ON keys FOR EACH ROW EXECUTE FUNCTION keyrelay_record_key_change();
     `,
   },
+  {
+    version: 4,
+    name: 'hard budgets, tpm, concurrency',
+    // Existing keys keep today's behaviour: soft budgets. The change trigger is recreated to cover the new
+    // columns, so their edits reach every instance's key cache like the others.
+    sql: `
+      ALTER TABLE keys
+        ADD COLUMN budget_mode text NOT NULL DEFAULT 'soft' CHECK (budget_mode IN ('soft', 'hard')),
+        ADD COLUMN rate_limit_tpm integer,
+        ADD COLUMN max_concurrent integer,
+        ADD COLUMN rate_limit_scope text NOT NULL DEFAULT 'billable' CHECK (rate_limit_scope IN ('billable', 'all'));
+      DROP TRIGGER keys_changed ON keys;
+      CREATE TRIGGER keys_changed AFTER UPDATE OF
+        name, expires_at, revoked_at, allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period,
+        budget_mode, rate_limit_tpm, max_concurrent, rate_limit_scope
+        OR DELETE
+      ON keys FOR EACH ROW EXECUTE FUNCTION keyrelay_record_key_change();
+    `,
+  },
 ];
 
 /** Most rows one keyChangesSince answers; a caller further behind asks again from the returned seq. */
@@ -105,7 +126,8 @@ const KEY_CHANGES_PAGE = 1_000;
 
 const KEY_COLUMNS =
   'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at, ' +
-  'allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period';
+  'allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period, ' +
+  'budget_mode, rate_limit_tpm, max_concurrent, rate_limit_scope';
 const ACCOUNT_COLUMNS = 'id, email, password_hash, password_changed_at, created_at';
 const SESSION_COLUMNS = 'id_hash, account_id, created_at, last_seen_at, expires_at';
 
@@ -136,6 +158,10 @@ function toKey(r: Row): KeyRecord {
     rate_limit_rpm: (r.rate_limit_rpm as number | null) ?? null,
     budget_usd: (r.budget_usd as number | null) ?? null,
     budget_period: (r.budget_period as BudgetPeriod | null) ?? null,
+    budget_mode: (r.budget_mode as BudgetMode | undefined) ?? 'soft',
+    rate_limit_tpm: (r.rate_limit_tpm as number | null) ?? null,
+    max_concurrent: (r.max_concurrent as number | null) ?? null,
+    rate_limit_scope: (r.rate_limit_scope as RpmScope | undefined) ?? 'billable',
   };
 }
 
@@ -165,7 +191,7 @@ export class PgConfigStore implements ConfigStore {
   }
 
   async migrate(): Promise<void> {
-    await runPgMigrations(this.pool, 'config', MIGRATIONS);
+    await runPgMigrations(this.pool, 'config', CONFIG_MIGRATIONS);
   }
 
   async close(): Promise<void> {
@@ -266,8 +292,20 @@ export class PgConfigStore implements ConfigStore {
   async setKeyLimits(id: string, l: KeyLimits): Promise<KeyRecord | null> {
     const [r] = await this.rows(
       `UPDATE keys SET allowed_providers = $1, allowed_models = $2, rate_limit_rpm = $3, budget_usd = $4,
-       budget_period = $5 WHERE id = $6 RETURNING ${KEY_COLUMNS}`,
-      [l.allowed_providers, l.allowed_models, l.rate_limit_rpm, l.budget_usd, l.budget_period, id],
+       budget_period = $5, budget_mode = $6, rate_limit_tpm = $7, max_concurrent = $8, rate_limit_scope = $9
+       WHERE id = $10 RETURNING ${KEY_COLUMNS}`,
+      [
+        l.allowed_providers,
+        l.allowed_models,
+        l.rate_limit_rpm,
+        l.budget_usd,
+        l.budget_period,
+        l.budget_mode,
+        l.rate_limit_tpm,
+        l.max_concurrent,
+        l.rate_limit_scope,
+        id,
+      ],
     );
     return r ? toKey(r) : null;
   }

@@ -26,7 +26,7 @@ import {
 } from './db.js';
 import type { OpenOptions } from './driver.js';
 
-const MIGRATIONS: readonly Migration[] = [
+export const CONFIG_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'accounts, keys, sessions, secrets',
@@ -103,6 +103,26 @@ const MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 4,
+    name: 'hard budgets, tpm, concurrency',
+    // Existing keys keep today's behaviour: soft budgets. The change trigger is recreated to cover the new
+    // columns, so their edits reach every instance's key cache like the others.
+    sql: `
+      ALTER TABLE keys ADD COLUMN budget_mode TEXT NOT NULL DEFAULT 'soft' CHECK (budget_mode IN ('soft', 'hard'));
+      ALTER TABLE keys ADD COLUMN rate_limit_tpm INTEGER;
+      ALTER TABLE keys ADD COLUMN max_concurrent INTEGER;
+      ALTER TABLE keys ADD COLUMN rate_limit_scope TEXT NOT NULL DEFAULT 'billable' CHECK (rate_limit_scope IN ('billable', 'all'));
+      DROP TRIGGER keys_changed;
+      CREATE TRIGGER keys_changed AFTER UPDATE OF
+        name, expires_at, revoked_at, allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period,
+        budget_mode, rate_limit_tpm, max_concurrent, rate_limit_scope
+      ON keys FOR EACH ROW BEGIN
+        DELETE FROM key_changes WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 day');
+        INSERT INTO key_changes (key_id) VALUES (NEW.id);
+      END;
+    `,
+  },
 ];
 
 /** Most rows one keyChangesSince answers; a caller further behind asks again from the returned seq. */
@@ -110,7 +130,8 @@ const KEY_CHANGES_PAGE = 1_000;
 
 const KEY_COLUMNS =
   'id, name, account_id, hint, created_at, last_used_at, expires_at, revoked_at, ' +
-  'allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period';
+  'allowed_providers, allowed_models, rate_limit_rpm, budget_usd, budget_period, ' +
+  'budget_mode, rate_limit_tpm, max_concurrent, rate_limit_scope';
 
 type KeyRow = Omit<KeyRecord, 'allowed_providers' | 'allowed_models'> & {
   allowed_providers: string | null;
@@ -142,7 +163,7 @@ export class SqliteConfigStore implements ConfigStore {
   }
 
   async migrate(): Promise<void> {
-    runSqliteMigrations(this.db, MIGRATIONS);
+    runSqliteMigrations(this.db, CONFIG_MIGRATIONS);
   }
 
   async close(): Promise<void> {
@@ -215,6 +236,10 @@ export class SqliteConfigStore implements ConfigStore {
       rate_limit_rpm: null,
       budget_usd: null,
       budget_period: null,
+      budget_mode: 'soft',
+      rate_limit_tpm: null,
+      max_concurrent: null,
+      rate_limit_scope: 'billable',
     };
     this.stmt(
       'INSERT INTO keys (id, name, account_id, hint, created_at, expires_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -256,13 +281,18 @@ export class SqliteConfigStore implements ConfigStore {
   async setKeyLimits(id: string, l: KeyLimits): Promise<KeyRecord | null> {
     this.stmt(
       `UPDATE keys SET allowed_providers = ?, allowed_models = ?, rate_limit_rpm = ?, budget_usd = ?,
-       budget_period = ? WHERE id = ?`,
+       budget_period = ?, budget_mode = ?, rate_limit_tpm = ?, max_concurrent = ?, rate_limit_scope = ?
+       WHERE id = ?`,
     ).run(
       jsonOrNull(l.allowed_providers),
       jsonOrNull(l.allowed_models),
       l.rate_limit_rpm,
       l.budget_usd,
       l.budget_period,
+      l.budget_mode,
+      l.rate_limit_tpm,
+      l.max_concurrent,
+      l.rate_limit_scope,
       id,
     );
     return this.getKey(id);

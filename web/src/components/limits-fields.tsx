@@ -3,8 +3,10 @@ import { PROVIDER_LABELS } from '../lib/format.js';
 import {
   checkModelPattern,
   PROVIDERS,
+  type BudgetMode,
   type BudgetPeriod,
   type FieldErrors,
+  type RpmScope,
   type LimitsDraft,
 } from '../lib/limits.js';
 
@@ -171,10 +173,65 @@ export function LimitsFields({
           aria-invalid={errors.rpm ? true : undefined}
           onChange={(e) => set({ rpm: e.target.value })}
         />
+        <label className="sr-only" htmlFor={id('scope')}>
+          What counts
+        </label>
+        <select
+          id={id('scope')}
+          value={draft.scope}
+          onChange={(e) => set({ scope: e.target.value as RpmScope })}
+        >
+          <option value="billable">billable calls</option>
+          <option value="all">every call</option>
+        </select>
         <span id={id('rpm-hint')} className="hint">
-          Sliding one-minute window. Empty: no limit.
+          Sliding one-minute window. Billable calls: model lists, retrievals and token counting do not count.
+          Empty: no limit.
         </span>
         <FieldError id={id('rpm-error')} message={errors.rpm} />
+      </div>
+
+      <div className="field">
+        <label htmlFor={id('tpm')}>Tokens per minute</label>
+        <input
+          id={id('tpm')}
+          className="input-short"
+          type="number"
+          inputMode="numeric"
+          min={1}
+          step={1}
+          value={draft.tpm}
+          placeholder="No limit"
+          aria-describedby={id('tpm-hint')}
+          aria-invalid={errors.tpm ? true : undefined}
+          onChange={(e) => set({ tpm: e.target.value })}
+        />
+        <span id={id('tpm-hint')} className="hint">
+          Input and output. A request counts its prompt and its max output while in flight, its real tokens
+          once done. Empty: no limit.
+        </span>
+        <FieldError id={id('tpm-error')} message={errors.tpm} />
+      </div>
+
+      <div className="field">
+        <label htmlFor={id('concurrent')}>Requests at once</label>
+        <input
+          id={id('concurrent')}
+          className="input-short"
+          type="number"
+          inputMode="numeric"
+          min={1}
+          step={1}
+          value={draft.concurrent}
+          placeholder="No limit"
+          aria-describedby={id('concurrent-hint')}
+          aria-invalid={errors.concurrent ? true : undefined}
+          onChange={(e) => set({ concurrent: e.target.value })}
+        />
+        <span id={id('concurrent-hint')} className="hint">
+          Requests in flight at the same time. Empty: no limit.
+        </span>
+        <FieldError id={id('concurrent-error')} message={errors.concurrent} />
       </div>
 
       <div className="field">
@@ -207,10 +264,24 @@ export function LimitsFields({
             <option value="day">per day</option>
             <option value="month">per month</option>
           </select>
+          <label className="sr-only" htmlFor={id('mode')}>
+            Budget mode
+          </label>
+          <select
+            id={id('mode')}
+            value={draft.mode}
+            disabled={!budgetSet}
+            onChange={(e) => set({ mode: e.target.value as BudgetMode })}
+          >
+            <option value="soft">soft</option>
+            <option value="hard">hard</option>
+          </select>
         </div>
         <span id={id('budget-hint')} className="hint">
-          Resets {draft.period === 'day' ? 'at 00:00 UTC' : 'on the 1st (UTC)'}. Approximate: a request in
-          progress can overshoot it. Requests with an unknown price do not count.
+          Resets {draft.period === 'day' ? 'at 00:00 UTC' : 'on the 1st (UTC)'}.{' '}
+          {draft.mode === 'hard'
+            ? 'Hard: each request reserves its most expensive outcome first and is refused if that would pass the budget; calls keyrelay cannot price are refused unless the deployment allows them.'
+            : 'Soft: a request in progress can overshoot it. Requests with an unknown price do not count.'}
         </span>
         <FieldError id={id('budget-error')} message={errors.budget} />
       </div>

@@ -16,6 +16,10 @@ const LIMITED = {
   rate_limit_rpm: 60,
   budget_usd: 25,
   budget_period: 'month' as const,
+  budget_mode: 'soft' as const,
+  rate_limit_tpm: null,
+  max_concurrent: null,
+  rate_limit_scope: 'billable' as const,
 };
 
 function parsed(d: Partial<LimitsDraft>) {
@@ -36,6 +40,21 @@ describe('summarizeLimits', () => {
   it('names two models at most and counts the rest', () => {
     const s = summarizeLimits({ ...NO_LIMITS, allowed_models: ['a', 'b*', 'c', 'd'] });
     expect(s).toEqual(['a, b* +2 more']);
+  });
+
+  it('names tokens per minute, requests at once and a hard budget', () => {
+    const l = {
+      ...NO_LIMITS,
+      rate_limit_tpm: 90_000,
+      max_concurrent: 3,
+      budget_usd: 5,
+      budget_mode: 'hard' as const,
+    };
+    expect(summarizeLimits({ ...l, budget_period: 'day' })).toEqual([
+      '90,000 tpm',
+      '3 at once',
+      '$5/day (hard)',
+    ]);
   });
 
   it('shows cents only when the budget has them', () => {
@@ -60,9 +79,24 @@ describe('parseDraft', () => {
   });
 
   it('refuses out-of-range numbers per field', () => {
-    const r = parseDraft({ ...draftFromLimits(NO_LIMITS), rpm: '1.5', budget: '0.001' });
+    const r = parseDraft({
+      ...draftFromLimits(NO_LIMITS),
+      rpm: '1.5',
+      budget: '0.001',
+      tpm: '0',
+      concurrent: '2.5',
+    });
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(Object.keys(r.errors).sort()).toEqual(['budget', 'rpm']);
+    if (!r.ok) expect(Object.keys(r.errors).sort()).toEqual(['budget', 'concurrent', 'rpm', 'tpm']);
+  });
+
+  it('reads the new limits and the modes', () => {
+    expect(parsed({ tpm: '1000', concurrent: '4', mode: 'hard', scope: 'all' })).toMatchObject({
+      rate_limit_tpm: 1000,
+      max_concurrent: 4,
+      budget_mode: 'hard',
+      rate_limit_scope: 'all',
+    });
   });
 });
 
@@ -91,6 +125,17 @@ describe('diffLimits', () => {
     expect(diffLimits(LIMITED, { ...LIMITED, budget_period: 'day' })).toEqual({
       budget_usd: 25,
       budget_period: 'day',
+    });
+  });
+
+  it('sends a changed mode, scope, tpm or in-flight limit alone', () => {
+    expect(diffLimits(LIMITED, { ...LIMITED, budget_mode: 'hard', max_concurrent: 2 })).toEqual({
+      budget_mode: 'hard',
+      max_concurrent: 2,
+    });
+    expect(diffLimits(LIMITED, { ...LIMITED, rate_limit_scope: 'all', rate_limit_tpm: 5 })).toEqual({
+      rate_limit_scope: 'all',
+      rate_limit_tpm: 5,
     });
   });
 

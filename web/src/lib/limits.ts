@@ -8,12 +8,16 @@ import type { KeyLimits, Provider } from '../api.js';
 import { PROVIDER_LABELS } from './format.js';
 
 export type BudgetPeriod = 'day' | 'month';
-export type LimitField = 'providers' | 'models' | 'rpm' | 'budget';
+export type BudgetMode = 'soft' | 'hard';
+export type RpmScope = 'billable' | 'all';
+export type LimitField = 'providers' | 'models' | 'rpm' | 'budget' | 'tpm' | 'concurrent';
 export type FieldErrors = Partial<Record<LimitField | 'general', string>>;
 
 export const PROVIDERS: readonly Provider[] = ['openai', 'anthropic'];
 export const MAX_MODELS = 50;
 export const MAX_RPM = 1_000_000;
+export const MAX_TPM = 1_000_000_000;
+export const MAX_CONCURRENT = 100_000;
 export const MIN_BUDGET = 0.01;
 export const MAX_BUDGET = 1_000_000;
 
@@ -23,6 +27,10 @@ export const NO_LIMITS: KeyLimits = {
   rate_limit_rpm: null,
   budget_usd: null,
   budget_period: null,
+  budget_mode: 'soft',
+  rate_limit_tpm: null,
+  max_concurrent: null,
+  rate_limit_scope: 'billable',
 };
 
 /** What the form edits: text as typed, so a half-typed number is not lost or coerced. */
@@ -33,6 +41,10 @@ export interface LimitsDraft {
   rpm: string;
   budget: string;
   period: BudgetPeriod;
+  mode: BudgetMode;
+  tpm: string;
+  concurrent: string;
+  scope: RpmScope;
 }
 
 export function draftFromLimits(l: KeyLimits): LimitsDraft {
@@ -43,6 +55,10 @@ export function draftFromLimits(l: KeyLimits): LimitsDraft {
     rpm: l.rate_limit_rpm === null ? '' : String(l.rate_limit_rpm),
     budget: l.budget_usd === null ? '' : String(l.budget_usd),
     period: l.budget_period ?? 'month',
+    mode: l.budget_mode,
+    tpm: l.rate_limit_tpm === null ? '' : String(l.rate_limit_tpm),
+    concurrent: l.max_concurrent === null ? '' : String(l.max_concurrent),
+    scope: l.rate_limit_scope,
   };
 }
 
@@ -51,7 +67,9 @@ export function hasLimits(l: KeyLimits): boolean {
     l.allowed_providers !== null ||
     l.allowed_models !== null ||
     l.rate_limit_rpm !== null ||
-    l.budget_usd !== null
+    l.budget_usd !== null ||
+    l.rate_limit_tpm !== null ||
+    l.max_concurrent !== null
   );
 }
 
@@ -85,6 +103,15 @@ export function parseDraft(d: LimitsDraft): Parsed {
     if (!Number.isInteger(rpm) || rpm < 1 || rpm > MAX_RPM)
       errors.rpm = `A whole number from 1 to ${MAX_RPM.toLocaleString('en-US')}, or empty for no limit.`;
   }
+  const whole = (text: string, max: number, field: 'tpm' | 'concurrent'): number | null => {
+    if (!text.trim()) return null;
+    const v = Number(text);
+    if (!Number.isInteger(v) || v < 1 || v > max)
+      errors[field] = `A whole number from 1 to ${max.toLocaleString('en-US')}, or empty for no limit.`;
+    return v;
+  };
+  const tpm = whole(d.tpm, MAX_TPM, 'tpm');
+  const concurrent = whole(d.concurrent, MAX_CONCURRENT, 'concurrent');
   let budget: number | null = null;
   if (d.budget.trim()) {
     budget = Number(d.budget);
@@ -100,6 +127,10 @@ export function parseDraft(d: LimitsDraft): Parsed {
       rate_limit_rpm: rpm,
       budget_usd: budget,
       budget_period: budget === null ? null : d.period,
+      budget_mode: d.mode,
+      rate_limit_tpm: tpm,
+      max_concurrent: concurrent,
+      rate_limit_scope: d.scope,
     },
   };
 }
@@ -118,6 +149,10 @@ export function diffLimits(before: KeyLimits, after: KeyLimits): Partial<KeyLimi
   if (!sameList(providersBefore, after.allowed_providers)) patch.allowed_providers = after.allowed_providers;
   if (!sameList(before.allowed_models, after.allowed_models)) patch.allowed_models = after.allowed_models;
   if (before.rate_limit_rpm !== after.rate_limit_rpm) patch.rate_limit_rpm = after.rate_limit_rpm;
+  if (before.rate_limit_scope !== after.rate_limit_scope) patch.rate_limit_scope = after.rate_limit_scope;
+  if (before.rate_limit_tpm !== after.rate_limit_tpm) patch.rate_limit_tpm = after.rate_limit_tpm;
+  if (before.max_concurrent !== after.max_concurrent) patch.max_concurrent = after.max_concurrent;
+  if (before.budget_mode !== after.budget_mode) patch.budget_mode = after.budget_mode;
   if (after.budget_usd === null) {
     if (before.budget_usd !== null) patch.budget_usd = null;
   } else if (before.budget_usd !== after.budget_usd || before.budget_period !== after.budget_period) {
@@ -131,7 +166,9 @@ export function diffLimits(before: KeyLimits, after: KeyLimits): Partial<KeyLimi
 export function fieldOfMessage(message: string): LimitField | 'general' {
   if (message.startsWith('allowed_providers')) return 'providers';
   if (message.startsWith('allowed_models')) return 'models';
-  if (message.startsWith('rate_limit_rpm')) return 'rpm';
+  if (message.startsWith('rate_limit_rpm') || message.startsWith('rate_limit_scope')) return 'rpm';
+  if (message.startsWith('rate_limit_tpm')) return 'tpm';
+  if (message.startsWith('max_concurrent')) return 'concurrent';
   if (message.startsWith('budget_')) return 'budget';
   return 'general';
 }
@@ -150,7 +187,12 @@ export function summarizeLimits(l: KeyLimits): string[] {
   if (models && models.length <= 2) parts.push(models.join(', '));
   else if (models) parts.push(`${models.slice(0, 2).join(', ')} +${models.length - 2} more`);
   if (l.rate_limit_rpm !== null) parts.push(`${l.rate_limit_rpm.toLocaleString('en-US')} rpm`);
-  if (l.budget_usd !== null) parts.push(`${formatBudget(l.budget_usd)}/${l.budget_period ?? 'month'}`);
+  if (l.rate_limit_tpm !== null) parts.push(`${l.rate_limit_tpm.toLocaleString('en-US')} tpm`);
+  if (l.max_concurrent !== null) parts.push(`${l.max_concurrent.toLocaleString('en-US')} at once`);
+  if (l.budget_usd !== null)
+    parts.push(
+      `${formatBudget(l.budget_usd)}/${l.budget_period ?? 'month'}${l.budget_mode === 'hard' ? ' (hard)' : ''}`,
+    );
   return parts;
 }
 
@@ -174,7 +216,8 @@ export const ERROR_CODE_LABELS: Record<string, string> = {
 
 /** One sentence on why keyrelay refused, for the request detail page. */
 export const ERROR_CODE_EXPLANATIONS: Record<string, string> = {
-  proxy_rate_limited: 'The key reached its requests-per-minute limit.',
+  proxy_rate_limited:
+    'The key reached its requests-per-minute, tokens-per-minute or requests-in-flight limit.',
   proxy_budget_exceeded: 'The key spent its budget for the current period.',
   proxy_key_forbidden: 'The key may not use this provider or model.',
   proxy_key_revoked: 'The key was revoked.',

@@ -1,0 +1,201 @@
+/**
+ * What a request may cost at most, decided before it goes upstream (hard budgets, tokens per minute), and
+ * which requests count at all. The bound is the input estimated from the body (o200k tokenizer, as the
+ * usage estimates) plus the output the request allows itself (`max_tokens`, `max_output_tokens`,
+ * `max_completion_tokens`, times `n` choices), or the deployment's default allowance when it names none,
+ * each at the model's highest per-token rate in the price library.
+ */
+import { countTextTokens, SKIP_KEYS } from '../usage/estimate.js';
+import { computeCost } from '../usage/cost.js';
+import { endpointOf } from '../providers/index.js';
+import { isRecord } from '../usage/normalize.js';
+import type { Provider } from '../types.js';
+import type { RequestInfo, Usage } from '../usage/types.js';
+
+/** How a request is billed: not at all, by tokens at the model's price, or in a way not priced up front. */
+export type RequestClass = 'free' | 'tokens' | 'unpriced';
+
+/** Token counting (Anthropic, OpenAI Responses): a call that reads, never bills. */
+const isTokenCount = (path: string) => path.endsWith('/count_tokens') || path.endsWith('/input_tokens');
+const isCancel = (path: string) => path.endsWith('/cancel');
+
+/**
+ * Listings, retrievals, deletions, token counting, cancellations and moderations cost nothing; the
+ * token-billed endpoints are priced; every other write (audio, images, batches, uploads…) is unpriced here.
+ */
+export function requestClass(provider: Provider, method: string, path: string): RequestClass {
+  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || method === 'DELETE') return 'free';
+  if (isTokenCount(path) || isCancel(path) || path.endsWith('/moderations')) return 'free';
+  // Token-billed endpoints are the ones whose provider module reads their usage.
+  return endpointOf(provider, path).usage === null ? 'unpriced' : 'tokens';
+}
+
+/** Not counted by an rpm with scope `billable`: listings, retrievals and token counting. */
+export function isRpmExempt(method: string, path: string): boolean {
+  return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || isTokenCount(path);
+}
+
+export interface RequestBound {
+  /** Input estimate plus output allowance: what counts against tokens per minute at admission. */
+  tokens: number;
+  /** Upper bound of the cost in nanodollars; null when the model has no price. */
+  nanos: number | null;
+}
+
+const OUTPUT_FIELDS = ['max_tokens', 'max_output_tokens', 'max_completion_tokens'] as const;
+
+/** The output the body allows itself, or null when it names no bound. */
+export function outputAllowance(json: unknown): number | null {
+  if (!isRecord(json)) return null;
+  let max: number | null = null;
+  for (const f of OUTPUT_FIELDS) {
+    const v = json[f];
+    if (typeof v === 'number' && Number.isFinite(v) && v >= 0) max = Math.max(max ?? 0, Math.ceil(v));
+  }
+  if (max === null) return null;
+  // Chat's `n` asks for that many choices, each up to max_tokens.
+  const n = json.n;
+  return typeof n === 'number' && Number.isInteger(n) && n > 1 ? max * n : max;
+}
+
+interface Rates {
+  input: number; // nanodollars per token
+  output: number;
+}
+
+/** Per (provider, model): the library's rates, or null when it does not price the model. Bounded. */
+const rates = new Map<string, Rates | null>();
+const RATES_MAX = 1000;
+const MTOK = 1_000_000;
+
+function tokens(input: number, output: number, cacheWrite = 0): Usage {
+  return {
+    input_tokens: input,
+    cache_read_tokens: 0,
+    cache_write_tokens: cacheWrite,
+    output_tokens: output,
+    reasoning_tokens: null,
+    source: 'provider',
+    model: null,
+  };
+}
+
+/**
+ * Prices of a million tokens, so that a tiered price (dearer above some context length) is taken at its
+ * dearest tier; input at the larger of the plain and the cache-write rate, since a prompt may be written
+ * to the cache.
+ */
+export function modelRates(provider: Provider, model: string): Rates | null {
+  const key = `${provider}\u0000${model}`;
+  const known = rates.get(key);
+  if (known !== undefined) return known;
+  const plain = computeCost(provider, model, tokens(MTOK, 0)).cost_usd;
+  const write = computeCost(provider, model, tokens(MTOK, 0, MTOK)).cost_usd;
+  const output = computeCost(provider, model, tokens(0, MTOK)).cost_usd;
+  const found =
+    plain === null || output === null
+      ? null
+      : { input: (Math.max(plain, write ?? 0) * 1e9) / MTOK, output: (output * 1e9) / MTOK };
+  if (rates.size >= RATES_MAX) rates.clear();
+  rates.set(key, found);
+  return found;
+}
+
+/** The bound of a token-billed request (see the module comment). */
+export function requestBound(
+  provider: Provider,
+  path: string,
+  model: string | null,
+  json: unknown,
+  defaultOutputTokens: number,
+): RequestBound {
+  const input = promptTokens(json);
+  // Embeddings generate nothing.
+  const output = path.endsWith('/embeddings') ? 0 : (outputAllowance(json) ?? defaultOutputTokens);
+  const r = model === null ? null : modelRates(provider, model);
+  return {
+    tokens: input + output,
+    nanos: r === null ? null : Math.ceil(input * r.input + output * r.output),
+  };
+}
+
+/**
+ * A WebSocket response.create as a request to admit: billed by tokens like the Responses endpoint, its
+ * prompt and output bound read from the event (Realtime nests them under `response`). Context the server
+ * already holds (earlier turns, previous responses) is not in the event and not in the bound.
+ */
+export function socketCreateInfo(
+  provider: Provider,
+  model: string | null,
+  event: Record<string, unknown>,
+): RequestInfo {
+  const json = isRecord(event.response) ? event.response : event;
+  return { provider, path: '/v1/responses', model, stream: true, end_user: null, json };
+}
+
+/**
+ * Token counts of prompt strings already seen. A conversation resends its system prompt and history with
+ * every turn, so most of a request's text was counted before: a lookup instead of a tokenizer pass. Only
+ * short strings are kept (≤ 2,000 characters, ≤ 4,096 entries: a few MB at most); cleared when full.
+ */
+const seen = new Map<string, number>();
+const SEEN_MAX = 4096;
+const SEEN_CHARS = 2000;
+/** Per-message framing tokens (role markers etc.), as usage/estimate.ts counts them. */
+const PER_MESSAGE_TOKENS = 4;
+const PER_REQUEST_TOKENS = 3;
+/** Text beyond this is not walked further: the estimate stops growing (as usage/estimate.ts samples). */
+const MAX_CHARS = 2 * 1024 * 1024;
+
+function stringTokens(text: string): number {
+  if (text.length > SEEN_CHARS) return countTextTokens(text);
+  let n = seen.get(text);
+  if (n === undefined) {
+    n = countTextTokens(text);
+    if (seen.size >= SEEN_MAX) seen.clear();
+    seen.set(text, n);
+  }
+  return n;
+}
+
+/** Tokens of the strings in a prompt value, plus one per string for the separators between them. */
+function valueTokens(value: unknown, budget: { chars: number }): number {
+  if (budget.chars <= 0) return 0;
+  if (typeof value === 'string') {
+    budget.chars -= value.length;
+    return value.length === 0 ? 0 : stringTokens(value) + 1;
+  }
+  let n = 0;
+  if (Array.isArray(value)) {
+    for (const v of value) n += valueTokens(v, budget);
+  } else if (isRecord(value)) {
+    for (const k in value) if (!SKIP_KEYS.has(k)) n += valueTokens(value[k], budget);
+  }
+  return n;
+}
+
+/**
+ * The prompt of a request body (chat, responses, completions, embeddings, messages) in o200k tokens, as
+ * usage/estimate.ts counts it, string by string so that repeated text is counted once.
+ */
+export function promptTokens(json: unknown): number {
+  if (!isRecord(json)) return 0;
+  const budget = { chars: MAX_CHARS };
+  let tokens = 0;
+  if (Array.isArray(json.messages)) {
+    tokens +=
+      PER_REQUEST_TOKENS + json.messages.length * PER_MESSAGE_TOKENS + valueTokens(json.messages, budget);
+  }
+  for (const key of ['system', 'instructions', 'prompt', 'input'] as const) {
+    const v = json[key];
+    if (v === undefined || v === null) continue;
+    // Embeddings accept pre-tokenized input: arrays of token ids.
+    if (Array.isArray(v) && v.every((x) => typeof x === 'number')) tokens += v.length;
+    else if (Array.isArray(v) && v.every((x) => Array.isArray(x))) {
+      tokens += v.reduce((n: number, x: unknown[]) => n + x.length, 0);
+    } else tokens += valueTokens(v, budget);
+  }
+  if (Array.isArray(json.tools) && json.tools.length > 0)
+    tokens += countTextTokens(JSON.stringify(json.tools));
+  return tokens;
+}
