@@ -52,11 +52,19 @@ export interface SseEventReader {
 
 /** How one kind of call reports its usage. */
 export interface UsageReader {
-  /** The `usage` member of a complete JSON body (a Responses wrapper already unwrapped). */
-  json(usage: unknown): { counts: TokenCounts | null; final: boolean };
+  /**
+   * The `usage` member of a complete JSON body (a Responses wrapper already unwrapped); `body` is that
+   * whole object, for what sits beside `usage` (a transcription's `duration`).
+   */
+  json(usage: unknown, body?: Record<string, unknown>): { counts: TokenCounts | null; final: boolean };
   sse(output: OutputCounter): SseEventReader;
   /** False where the call generates no text (embeddings): an estimate then counts no output. */
   generatesOutput: boolean;
+  /**
+   * False where an estimate from the prompt's text would be meaningless (audio in or out, images): a
+   * response without usage is then unpriced, never guessed.
+   */
+  estimable?: boolean;
 }
 
 export interface EndpointRow {

@@ -7,6 +7,7 @@ import type { Outcome, Provider, RequestLogRow } from '../log/record.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
 import { providerCredential } from '../providers/index.js';
+import { priceRow } from '../usage/price-row.js';
 import { redactHeaders } from './headers.js';
 import { redactPathQuery } from './redact.js';
 
@@ -130,7 +131,9 @@ export function toLogRow(
 ): RequestLogRow {
   const usage = ex.usage ?? EMPTY_USAGE;
   const model = usage.model ?? ex.info?.model ?? null;
-  const priced = ex.provider && usage.source !== 'none' ? ctx.cost(ex.provider, model, usage) : null;
+  const priced = ex.provider
+    ? priceRow(ex.provider, ex.info?.path ?? null, ex.status, model, usage, ctx.cost)
+    : null;
   const keepBodies = ex.logBodies && ctx.bodyLogBytes > 0;
   const reqBody = keepBodies && ex.requestBody && ex.requestBody.length > 0 ? ex.requestBody : null;
   const credential = ex.provider ? providerCredential(ex.provider, req.headers) : null;

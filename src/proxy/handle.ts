@@ -107,6 +107,9 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     return finish(ctx, ex, req, res, 'client_aborted');
   }
   ex.info = parseRequestInfo(target.provider, target.path, ex.requestBody, req.headers['content-type']);
+  // An upload whose model cannot be read would slip past model limits; upstream would refuse it anyway.
+  if (ex.info.bodyError)
+    return refuse(ctx, ex, req, res, new ProxyError('proxy_bad_request', ex.info.bodyError));
   // Per-key controls need the model, so they run once the body is parsed; memory only, no await.
   const limited = ctx.limits.check(key!, target.provider, ex.info.model, req.method);
   if (limited) return refuse(ctx, ex, req, res, limited);

@@ -377,6 +377,26 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.usageSeries({ account_id: `acct-${newId()}` }, 'hour')).toEqual([]);
     });
 
+    it('counts unpriced rows (cost null) as unknown cost, never rows that bill nothing', async () => {
+      const a = `acct-${newId()}`;
+      await log.insertBatch([
+        makeLogRow({ account_id: a, at: T0, cost_usd: null, price_source: 'unpriced: no model named' }),
+        makeLogRow({ account_id: a, at: T0 + 1, cost_usd: null, price_source: null }),
+        makeLogRow({
+          account_id: a,
+          at: T0 + 2,
+          cost_usd: null,
+          price_source: 'not billed: no successful response',
+        }),
+        makeLogRow({ account_id: a, at: T0 + 3, cost_usd: 0, price_source: 'not billed' }),
+        makeLogRow({ account_id: a, at: T0 + 4, cost_usd: 0.25, price_source: 'genai-prices@0.1.8' }),
+      ]);
+      const [point] = await log.usageSeries({ account_id: a }, 'day');
+      expect(point).toMatchObject({ requests: 5, cost_usd: 0.25, unknown_cost_requests: 2 });
+      const stored = await log.listRequests({ account_id: a }, { limit: 10 });
+      expect(stored.items.map((r) => r.price_source)).toContain('unpriced: no model named');
+    });
+
     it('usageBreakdown groups by model, key_id and provider, most requests first', async () => {
       await seedUsage();
       const byModel = await log.usageBreakdown({ account_id: acct }, 'model');
