@@ -158,6 +158,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       trustProxy: config.trustProxy,
       fingerprint: fingerprinter(fingerprintKey),
       cost: computeCost,
+      batches: logStore,
     },
   });
   // WebSockets under /api/proxy (src/proxy/websocket/), on the same services as the HTTP proxy.

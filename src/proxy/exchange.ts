@@ -31,6 +31,8 @@ export interface Exchange {
   responseBytes: number;
   responseHeaders: Record<string, string | string[]>;
   usage: Usage | null;
+  /** Set where the cost is not the usage's (batch results: the batch's total, once): wins over pricing. */
+  priced?: { cost_usd: number | null; price_source: string | null } | null;
   responseBody: { text: string | null; truncated: boolean };
 }
 
@@ -131,9 +133,11 @@ export function toLogRow(
 ): RequestLogRow {
   const usage = ex.usage ?? EMPTY_USAGE;
   const model = usage.model ?? ex.info?.model ?? null;
-  const priced = ex.provider
-    ? priceRow(ex.provider, ex.info?.path ?? null, ex.status, model, usage, ctx.cost)
-    : null;
+  const priced = ex.priced
+    ? ex.priced
+    : ex.provider
+      ? priceRow(ex.provider, ex.info?.path ?? null, ex.status, model, usage, ctx.cost)
+      : null;
   const keepBodies = ex.logBodies && ctx.bodyLogBytes > 0;
   const reqBody = keepBodies && ex.requestBody && ex.requestBody.length > 0 ? ex.requestBody : null;
   const credential = ex.provider ? providerCredential(ex.provider, req.headers) : null;

@@ -12,6 +12,7 @@ import type { Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { ProxyError, renderProxyError } from '../errors.js';
 import { newId } from '../ids.js';
+import { PROVIDERS } from '../providers/index.js';
 import type { LastUsedTracker } from '../keys/last-used.js';
 import type { KeyVerifier } from '../keys/verify.js';
 import type { Limits } from '../limits/limiter.js';
@@ -24,6 +25,9 @@ import {
   isDecodableEncoding,
   parseRequestInfo,
 } from '../usage/index.js';
+import { resultsUrlRewriter } from '../providers/results-url.js';
+import type { BatchStore } from '../store/batch-types.js';
+import { batchObserver } from './batches.js';
 import { readBody } from './body.js';
 import { pump } from './pump.js';
 import { midResponseFailure, newExchange, toLogRow, type Exchange, type RowContext } from './exchange.js';
@@ -50,6 +54,8 @@ export interface ProxyContext extends RowContext {
   inflight: Set<() => void>;
   /** Every exchange until its log row is queued: shutdown waits for these before the final flush. */
   active: Set<Promise<void>>;
+  /** Batches seen and their results' one-time cost (issue #13, proxy/batches.ts); absent: not tracked. */
+  batches?: BatchStore | null;
 }
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
@@ -167,6 +173,29 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
     delete headers['content-length'];
     delete headers['content-encoding'];
   }
+  // Batches (proxy/batches.ts): objects recorded, results priced once; Anthropic's results_url rewritten.
+  const method = req.method ?? 'GET';
+  const batch = batchObserver(
+    { batches: ctx.batches, log: ctx.log, maxLineBytes: ctx.config.sseEventBytes },
+    target.provider,
+    method,
+    target.path,
+    upstream.statusCode,
+  );
+  const rewriter = resultsUrlRewriter(
+    target.provider,
+    method,
+    target.path,
+    upstream.statusCode,
+    contentType,
+    typeof encoding === 'string' ? encoding : undefined,
+    `${ctx.config.publicUrl}/api/proxy/${PROVIDERS[target.provider].route}`,
+  );
+  if (rewriter) {
+    stripper = rewriter;
+    delete headers['content-length'];
+    delete headers['content-encoding'];
+  }
   headers['x-keyrelay-request-id'] = ex.id;
   ex.status = upstream.statusCode;
   ex.responseHeaders = headers;
@@ -177,6 +206,7 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
       bodyLogBytes: ex.logBodies ? ctx.config.bodyLogBytes : 0,
       maxDecodedBytes: ctx.config.usageDecodeBytes,
       maxEventBytes: ctx.config.sseEventBytes,
+      observer: batch,
     },
   );
   res.writeHead(upstream.statusCode, headers);
@@ -212,6 +242,7 @@ async function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerRespon
   }
   if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
   ex.usage = tap.finish(complete);
+  if (batch) await batch.settle(ex, complete);
   ex.responseBody = tap.body();
   if (upstream.statusCode >= 500)
     ctx.metrics.upstreamErrors.inc({ provider: target.provider, kind: 'status_5xx' });

@@ -159,3 +159,34 @@ function hasPrices(provider: PriceProvider, fields: Record<string, number>): boo
   if (!entry) return false;
   return Object.keys(fields).every((k) => entry[PRICE_FIELD[k]!] != null);
 }
+
+/**
+ * A batch line's cost: the library's batch price for the model where it has one (a `<model>:batch` entry),
+ * else the standard price times the provider's documented batch discount, said in price_source.
+ */
+export function computeBatchCost(
+  provider: Provider,
+  model: string | null,
+  usage: Usage,
+  discount: { factor: number; documented: string },
+): { cost_usd: number | null; price_source: string | null } {
+  if (model) {
+    try {
+      const batchModel = `${model}:batch`;
+      // A batch entry must be the model's own (`…:batch`), not a looser match of the longer name.
+      const probe = findPriceProvider(provider, batchModel);
+      if (probe?.models[0]?.id.endsWith(':batch')) {
+        const priced = computeCost(provider, batchModel, usage);
+        if (priced.cost_usd !== null) return { ...priced, price_source: `${PRICE_SOURCE} batch price` };
+      }
+    } catch {
+      // no batch entry: the discount below
+    }
+  }
+  const standard = computeCost(provider, model, usage);
+  if (standard.cost_usd === null) return standard;
+  return {
+    cost_usd: standard.cost_usd * discount.factor,
+    price_source: `${PRICE_SOURCE} × ${discount.factor} batch discount (${discount.documented})`,
+  };
+}

@@ -44,6 +44,8 @@ export interface TapOptions {
   maxDecodedBytes: number;
   /** An SSE event bigger than this is read from its head and tail only. */
   maxEventBytes: number;
+  /** Sees every decoded piece too (batch objects and results files); `cut` when decoding stopped early. */
+  observer?: { push(decoded: Buffer): void; cut(): void } | null;
 }
 
 export function createResponseTap(
@@ -73,7 +75,9 @@ export function createResponseTap(
   let result: Usage | null = null;
 
   // Nothing left to learn: no usage to read and the log's prefix full (or none kept).
-  const done = () => !stream && !json && (!prefix || prefix.size > opts.bodyLogBytes);
+  const observer = opts.observer ?? null;
+  if (unreadable) observer?.cut();
+  const done = () => !stream && !json && !observer && (!prefix || prefix.size > opts.bodyLogBytes);
   const stop = () => {
     stopped = true;
     decoder?.close();
@@ -86,6 +90,8 @@ export function createResponseTap(
       prefix?.add(piece);
       stream?.push(piece);
       json?.add(piece);
+      observer?.push(piece);
+      if (decodedBytes >= maxDecoded) observer?.cut();
       if (decodedBytes >= maxDecoded || done()) return stop();
     }
   };
@@ -98,6 +104,7 @@ export function createResponseTap(
         drain();
       } catch {
         unreadable = true; // corrupt encoding: keep what was read, stop reading
+        observer?.cut();
         decoder.close();
       }
     },
@@ -110,6 +117,7 @@ export function createResponseTap(
           drain();
         } catch {
           unreadable = true;
+          observer?.cut();
         }
         decoder.close();
       }

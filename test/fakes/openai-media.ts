@@ -153,9 +153,7 @@ export function renderImages(
   edit: boolean,
   error: (status: number, message: string) => RenderedResponse,
 ): RenderedResponse {
-  const fields = edit
-    ? multipartFields(req)
-    : (parseJsonBody(req.body));
+  const fields = edit ? multipartFields(req) : parseJsonBody(req.body);
   if (!fields) return badMultipart(error);
   const model = typeof fields.model === 'string' ? fields.model : 'dall-e-2';
   const b64 = FAKE_MEDIA_BYTES.toString('base64');

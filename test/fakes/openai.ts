@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { renderOpenAIBatches } from './batches.js';
 import { renderImages, renderModeration, renderSpeech, renderTranscription } from './openai-media.js';
 import { renderResponses } from './openai-responses.js';
 import type { Scenario } from './scenario.js';
@@ -241,6 +242,8 @@ export function renderOpenAI(
   if (req.method === 'POST' && (path === '/v1/images/generations' || path === '/v1/images/edits'))
     return renderImages(req, scenario, baseHeaders(), path.endsWith('edits'), error);
   if (req.method === 'POST' && path === '/v1/moderations') return renderModeration(req, baseHeaders());
+  const batch = renderOpenAIBatches(req, scenario, baseHeaders(), error);
+  if (batch) return batch;
   if (req.method === 'GET' && path === '/v1/models') {
     return jsonResponse(200, baseHeaders(), { object: 'list', data: models.map(modelObject) });
   }

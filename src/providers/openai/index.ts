@@ -1,5 +1,6 @@
 /** OpenAI: https://platform.openai.com/docs/api-reference */
 import type { ProviderModule } from '../types.js';
+import { OPENAI_BATCHES } from './batches.js';
 import { IMAGES_USAGE, SPEECH_USAGE, TRANSCRIPTION_USAGE } from './media-usage.js';
 import { OPENAI_SOCKET } from './socket.js';
 import { CHAT_USAGE, EMBEDDINGS_USAGE, RESPONSES_USAGE } from './usage.js';
@@ -32,4 +33,5 @@ export const openai: ProviderModule = {
   errorBody: (err) =>
     JSON.stringify({ error: { message: err.message, type: 'keyrelay_error', code: err.code } }),
   socket: OPENAI_SOCKET,
+  batches: OPENAI_BATCHES,
 };
