@@ -222,6 +222,24 @@ describe('batches through the official SDKs', () => {
     expect(batch).toMatchObject({ created_here: false, results_succeeded: 3, results_broken: 2 });
   });
 
+  it('the gzip-compressed output file of an OpenAI batch created elsewhere is priced and recorded once', async () => {
+    const fetchOnce = async () => {
+      const res = await request(`${h.url}/api/proxy/openai/v1/files/file-out-elsewhere/content`, {
+        headers: { 'proxy-api-key': user.key, authorization: 'Bearer sk', 'x-fake-encoding': 'gzip' },
+      });
+      expect(res.headers['content-encoding']).toBe('gzip'); // passed on as sent
+      await res.body.arrayBuffer();
+      return (await rows()).find((r) => r.id === res.headers['x-keyrelay-request-id'])!;
+    };
+    const first = await fetchOnce();
+    expect(first.cost_usd).toBeCloseTo(SUCCEEDED * openaiLinePrice() * BATCH_FACTOR, 12);
+    expect((await fetchOnce()).cost_usd).toBe(0);
+    const [batch] = (await h.kr.services.logStore.listBatches(user.accountId, 50)).filter(
+      (b) => b.batch_id === 'file:file-out-elsewhere',
+    );
+    expect(batch).toMatchObject({ provider: 'openai', created_here: false, results_succeeded: SUCCEEDED });
+  });
+
   it('an ordinary file download is not taken for batch results', async () => {
     const res = await request(`${h.url}/api/proxy/openai/v1/files/file-plain/content`, {
       headers: {
