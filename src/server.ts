@@ -154,6 +154,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     dispatcher,
     fingerprint: fingerprinter(fingerprintKey),
     cost: computeCost,
+    batches: logStore,
   };
   const shutdown: Shutdown = { isDraining: () => draining, inflight, active };
   const app = await buildApp({

@@ -402,6 +402,34 @@ describe('request log', () => {
     expect(anthropic[0]).toMatchObject({ group: 'anthropic', requests: 1 });
   });
 
+  it('lists the account’s batches, results not yet fetched as null cost, never another account’s', async () => {
+    const { s, c, key } = await withRows();
+    const seen = {
+      provider: 'anthropic' as const,
+      key_id: key.id,
+      account_id: key.account_id as string,
+      at: new Date().toISOString(),
+      created_here: true,
+      status: 'ended',
+      request_counts: { succeeded: 2, errored: 1 },
+      output_file_id: null,
+    };
+    await s.logStore.upsertBatch({ ...seen, batch_id: 'msgbatch_a' });
+    await s.logStore.upsertBatch({ ...seen, batch_id: 'msgbatch_other', account_id: 'acct-someone-else' });
+    const r = await c.get('/batches');
+    expect(r.status).toBe(200);
+    expect(r.json.batches).toHaveLength(1);
+    expect(r.json.batches[0]).toMatchObject({
+      batch_id: 'msgbatch_a',
+      status: 'ended',
+      request_counts: { succeeded: 2, errored: 1 },
+      results_cost_usd: null,
+      results_fetched_at: null,
+    });
+    expect((await c.get('/batches?limit=0')).json.error.code).toBe('invalid_request');
+    expect((await s.client().get('/batches')).status).toBe(401);
+  });
+
   it('refuses an inverted range and a range with too many buckets', async () => {
     const { c } = await withRows();
     const from = encodeURIComponent(new Date().toISOString());

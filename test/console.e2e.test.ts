@@ -20,6 +20,7 @@ import {
   startFakeOpenAI,
 } from './fakes/index.js';
 import type { FakeUpstream } from './fakes/index.js';
+import { FAKE_BATCH_ANTHROPIC_MODEL, FAKE_BATCH_FAILED, FAKE_BATCH_LINES } from './fakes/batches.js';
 import { ensureConsoleBuilt, findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
 import { freePort, startServeProcess, stopServeProcess, type ServeProcess } from './helpers/process.js';
 
@@ -320,6 +321,48 @@ describe('web console, as a new user uses it', () => {
     expect(byModel).toContain(ANTHROPIC_MODEL);
     expect(await page.locator('.breakdown[aria-label="By key"]').textContent()).toContain('default');
     await screenshotBothWidths(page, 'usage');
+  });
+
+  it('shows each batch with status, counts and cost once its results came through; unpriced calls say so', async () => {
+    const { anthropic, openai } = sdk();
+    const batch = await anthropic.messages.batches.create({
+      requests: [0, 1, 2].map((i) => ({
+        custom_id: `request-${i}`,
+        params: {
+          model: FAKE_BATCH_ANTHROPIC_MODEL,
+          max_tokens: 50,
+          messages: [{ role: 'user', content: 'hi' }],
+        },
+      })),
+    });
+    const panel = page.locator('section[aria-label="Batches"]');
+    const row = panel.locator('tr', { hasText: batch.id });
+    await waitFor('the new batch', async () => {
+      await page.goto(`${base}/usage?range=1h`);
+      return (await row.count()) === 1;
+    });
+    expect(await row.getByTestId('batch-cost').textContent()).toBe('results not yet fetched');
+    expect(await row.textContent()).toContain('in_progress');
+    for await (const line of await anthropic.messages.batches.results(batch.id))
+      expect(line.custom_id).toBeTruthy();
+    const u = DEFAULT_ANTHROPIC_USAGE;
+    const perLine = expectedCost('anthropic', FAKE_BATCH_ANTHROPIC_MODEL, EXPECTED.anthropic);
+    expect(u.output_tokens).toBe(EXPECTED.anthropic.output);
+    const total = (FAKE_BATCH_LINES - FAKE_BATCH_FAILED) * perLine * 0.5;
+    await waitFor('the batch cost', async () => {
+      await page.goto(`${base}/usage?range=1h`);
+      return (await row.getByTestId('batch-cost').textContent()) === formatCost(total);
+    });
+    expect(await row.textContent()).toContain('ended');
+    expect(await row.textContent()).toContain(`${FAKE_BATCH_LINES - FAKE_BATCH_FAILED} succeeded`);
+    await screenshotBothWidths(page, 'usage-batches');
+
+    // DALL·E has no price in the library: the row says unpriced, never $0.
+    await openai.images.generate({ model: 'dall-e-3', prompt: 'a cat' });
+    await waitFor('the unpriced image row', async () => {
+      await page.goto(`${base}/requests?model=dall-e-3`);
+      return ((await page.locator('td.c-cost').first().textContent({ timeout: 2000 })) ?? '') === 'unpriced';
+    });
   });
 
   it('no longer shows the full key once the page is reloaded', async () => {

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { dummyHash } from '../accounts/password.js';
 import { consoleError } from './errors.js';
 import { registerAuthRoutes } from './auth-routes.js';
+import { registerBatchRoutes } from './batch-routes.js';
 import { buildContext, type ConsoleDeps } from './context.js';
 import { handleConsoleError } from './error-handler.js';
 import { registerInfoRoute } from './info-route.js';
@@ -49,6 +50,7 @@ export async function registerConsoleApi(app: FastifyInstance, deps: ConsoleDeps
       registerAuthRoutes(scope, ctx);
       registerKeyRoutes(scope, ctx);
       registerLogRoutes(scope, ctx);
+      registerBatchRoutes(scope, ctx);
       // Beats a root-level SPA fallback (`/*`) so unknown API paths answer JSON 404, not index.html.
       scope.all('/*', notFound);
       done();

@@ -52,11 +52,19 @@ export interface SseEventReader {
 
 /** How one kind of call reports its usage. */
 export interface UsageReader {
-  /** The `usage` member of a complete JSON body (a Responses wrapper already unwrapped). */
-  json(usage: unknown): { counts: TokenCounts | null; final: boolean };
+  /**
+   * The `usage` member of a complete JSON body (a Responses wrapper already unwrapped); `body` is that
+   * whole object, for what sits beside `usage` (a transcription's `duration`).
+   */
+  json(usage: unknown, body?: Record<string, unknown>): { counts: TokenCounts | null; final: boolean };
   sse(output: OutputCounter): SseEventReader;
   /** False where the call generates no text (embeddings): an estimate then counts no output. */
   generatesOutput: boolean;
+  /**
+   * False where an estimate from the prompt's text would be meaningless (audio in or out, images): a
+   * response without usage is then unpriced, never guessed.
+   */
+  estimable?: boolean;
 }
 
 export interface EndpointRow {
@@ -108,6 +116,43 @@ export interface SocketEvents {
   ): string;
 }
 
+/** A call on a provider's batch endpoints, as far as keyrelay accounts it. */
+export type BatchCall =
+  /** Create, retrieve, cancel or list: the body is a batch object or a list of them. */
+  | { kind: 'object'; create: boolean }
+  /** The results of one batch (Anthropic `/messages/batches/{id}/results`). */
+  | { kind: 'results'; batchId: string }
+  /** A file's content, which may be a batch's output (OpenAI `/files/{id}/content`). */
+  | { kind: 'file_content'; fileId: string };
+
+export interface BatchObject {
+  id: string;
+  status: string | null;
+  request_counts: Record<string, number>;
+  output_file_id: string | null;
+}
+
+/** One line of a results file: null when it is no result line at all. */
+export interface BatchLine {
+  succeeded: boolean;
+  model: string | null;
+  counts: TokenCounts | null;
+}
+
+export interface BatchSupport {
+  callOf(method: string, path: string): BatchCall | null;
+  /** A batch object's fields, or null when the object is not a batch. */
+  readObject(o: Record<string, unknown>): BatchObject | null;
+  readLine(o: Record<string, unknown>): BatchLine | null;
+  /** The provider's documented batch discount (cost × factor), for models the library has no batch price for. */
+  discount: { factor: number; documented: string };
+  /**
+   * The absolute URL a batch object names its results by (Anthropic `results_url`), which SDKs fetch as given:
+   * keyrelay rewrites it to its own address (docs/pricing.md, "Batches").
+   */
+  resultsUrlField?: string;
+}
+
 export interface ProviderModule {
   id: Provider;
   /** The route segment: /api/proxy/<route>/… */
@@ -122,4 +167,5 @@ export interface ProviderModule {
   /** keyrelay's own error as a body in the provider's error shape, so SDKs raise their usual exception. */
   errorBody(err: ProxyError): string;
   socket: SocketEvents | null;
+  batches?: BatchSupport;
 }

@@ -9,6 +9,7 @@ import type { Config } from '../config.js';
 import type { LastUsedTracker } from '../keys/last-used.js';
 import type { KeyVerifier } from '../keys/verify.js';
 import type { Limits } from '../limits/limiter.js';
+import type { BatchStore } from '../store/batch-types.js';
 import type { RequestLogRow } from '../types.js';
 import type { Metrics } from '../metrics.js';
 import type { RowSettings } from './exchange.js';
@@ -24,6 +25,8 @@ export interface ProxyServices extends RowSettings {
   log: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** The shared upstream connection pool (proxy/agent.ts). */
   dispatcher: Dispatcher;
+  /** Batches seen and their results' one-time cost (proxy/batches.ts); null: not tracked. */
+  batches: BatchStore | null;
 }
 
 /** The server's shutdown, as the proxy sees it (src/server.ts drives it). */

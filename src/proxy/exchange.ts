@@ -9,6 +9,7 @@ import type { Hold } from '../limits/limiter.js';
 import type { KeyRecord } from '../store/types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
 import { providerCredential } from '../providers/index.js';
+import { priceRow } from '../usage/price-row.js';
 import { redactHeaders } from './headers.js';
 import { redactPathQuery } from './redact.js';
 
@@ -32,6 +33,8 @@ export interface Exchange {
   responseBytes: number;
   responseHeaders: Record<string, string | string[]>;
   usage: Usage | null;
+  /** Set where the cost is not the usage's (batch results: the batch's total, once): wins over pricing. */
+  priced?: { cost_usd: number | null; price_source: string | null } | null;
   responseBody: { text: string | null; truncated: boolean };
   /** Its row was built (or building it began): an exchange is recorded once, even if recording fails. */
   finished: boolean;
@@ -138,7 +141,11 @@ export function toLogRow(
 ): RequestLogRow {
   const usage = ex.usage ?? EMPTY_USAGE;
   const model = usage.model ?? ex.info?.model ?? null;
-  const priced = ex.provider && usage.source !== 'none' ? ctx.cost(ex.provider, model, usage) : null;
+  const priced = ex.priced
+    ? ex.priced
+    : ex.provider
+      ? priceRow(ex.provider, ex.info?.path ?? null, ex.status, model, usage, ctx.cost)
+      : null;
   const { bodyLogBytes, trustProxy } = ctx.config;
   const keepBodies = ex.logBodies && bodyLogBytes > 0;
   const reqBody = keepBodies && ex.requestBody && ex.requestBody.length > 0 ? ex.requestBody : null;

@@ -83,6 +83,9 @@ async function handle(
     return finish(s, ex, req, res, 'client_aborted');
   }
   ex.info = parseRequestInfo(target.provider, target.path, ex.requestBody, req.headers['content-type']);
+  // An upload whose model cannot be read would slip past model limits; upstream would refuse it anyway.
+  if (ex.info.bodyError)
+    return refuse(s, ex, req, res, new ProxyError('proxy_bad_request', ex.info.bodyError));
   // Per-key controls need the model, so they run once the body is parsed.
   // Limits (issue #13): a refusal, or what the request holds (reservation, slot, tokens) until finish().
   let admitted = s.limits.admit(key, target.provider, ex.info, req.method!);

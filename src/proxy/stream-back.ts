@@ -7,8 +7,11 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { PROVIDERS } from '../providers/index.js';
+import { resultsUrlRewriter } from '../providers/results-url.js';
 import type { Outcome } from '../types.js';
 import { createResponseTap, createUsageStripper, isDecodableEncoding } from '../usage/index.js';
+import { batchObserver } from './batches.js';
 import type { ProxyServices, Shutdown } from './context.js';
 import { midResponseFailure, type Exchange } from './exchange.js';
 import type { CallerWatch } from './forward.js';
@@ -44,6 +47,30 @@ export async function streamBack(
     delete headers['content-length'];
     delete headers['content-encoding'];
   }
+  // Batches (proxy/batches.ts): objects recorded, results priced once; Anthropic's results_url rewritten.
+  const method = res.req.method ?? 'GET';
+  const path = ex.info!.path;
+  const batch = batchObserver(
+    { batches: s.batches, log: s.log, maxLineBytes: s.config.sseEventBytes },
+    provider,
+    method,
+    path,
+    upstream.statusCode,
+  );
+  const rewriter = resultsUrlRewriter(
+    provider,
+    method,
+    path,
+    upstream.statusCode,
+    contentType,
+    typeof encoding === 'string' ? encoding : undefined,
+    `${s.config.publicUrl}/api/proxy/${PROVIDERS[provider].route}`,
+  );
+  if (rewriter) {
+    stripper = rewriter;
+    delete headers['content-length'];
+    delete headers['content-encoding'];
+  }
   headers['x-keyrelay-request-id'] = ex.id;
   ex.status = upstream.statusCode;
   ex.responseHeaders = headers;
@@ -54,6 +81,7 @@ export async function streamBack(
       bodyLogBytes: ex.logBodies ? s.config.bodyLogBytes : 0,
       maxDecodedBytes: s.config.usageDecodeBytes,
       maxEventBytes: s.config.sseEventBytes,
+      observer: batch,
     },
   );
   res.writeHead(upstream.statusCode, headers);
@@ -89,6 +117,7 @@ export async function streamBack(
   }
   if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
   ex.usage = tap.finish(complete);
+  if (batch) await batch.settle(ex, complete);
   ex.responseBody = tap.body();
   if (upstream.statusCode >= 500) s.metrics.upstreamErrors.inc({ provider, kind: 'status_5xx' });
   return outcome;

@@ -145,7 +145,8 @@ export const AGGREGATE_SQL = `
   COALESCE(SUM(output_tokens), 0) AS output_tokens,
   COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
   COALESCE(SUM(cost_usd), 0) AS cost_usd,
-  SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS unknown_cost_requests`;
+  SUM(CASE WHEN cost_usd IS NULL AND (price_source IS NULL OR price_source NOT LIKE 'not billed%')
+    THEN 1 ELSE 0 END) AS unknown_cost_requests`;
 
 export type AggregateRow = Record<
   | 'requests'

@@ -4,6 +4,7 @@
  * imports a concrete one. test/store-contract.test.ts runs every method on both.
  */
 import type { Outcome, Provider, RequestLogRow } from '../types.js';
+import type { BatchStore } from './batch-types.js';
 
 export interface Account {
   id: string;
@@ -182,7 +183,7 @@ export interface InsertResult {
   rejected: number;
 }
 
-export interface LogStore {
+export interface LogStore extends BatchStore {
   migrate(): Promise<void>;
   close(): Promise<void>;
 

@@ -90,22 +90,59 @@ describe('computeCost', () => {
     expect(PRICE_SOURCE).toMatch(/^genai-prices@\d+\.\d+\.\d+/);
   });
 
-  it('returns null, never zero, for unknown models or unknown token counts', () => {
+  it('returns null, never zero, for unknown models or unknown token counts, saying why', () => {
     expect(computeCost('openai', 'my-private-finetune-xyz', usage({}))).toEqual({
       cost_usd: null,
-      price_source: null,
+      price_source: `unpriced: ${PRICE_SOURCE} has no price for my-private-finetune-xyz`,
     });
-    expect(computeCost('anthropic', 'claude-private-xyz', usage({}))).toEqual({
+    expect(computeCost('anthropic', 'claude-private-xyz', usage({})).cost_usd).toBeNull();
+    expect(computeCost('anthropic', null, usage({}))).toEqual({
       cost_usd: null,
-      price_source: null,
+      price_source: 'unpriced: no model named',
     });
-    expect(computeCost('anthropic', null, usage({}))).toEqual({ cost_usd: null, price_source: null });
     expect(computeCost('openai', 'gpt-4o', usage({ input_tokens: null }))).toEqual({
       cost_usd: null,
-      price_source: null,
+      price_source: 'unpriced: the response reported no usage',
     });
+    expect(computeCost('openai', 'gpt-4o', usage({ input_tokens: 5, cache_read_tokens: 10 }))).toEqual({
+      cost_usd: null,
+      price_source: 'unpriced: inconsistent token counts',
+    });
+  });
+});
+
+describe('computeCost: duration and image input', () => {
+  it('prices seconds of audio at the library’s input_audio_hours rate', () => {
+    const rate = (
+      calcPrice({ input_tokens: 0, output_tokens: 0 }, 'whisper-1', { providerId: 'openai' })!
+        .model_price as Record<string, number>
+    ).input_audio_hours!;
+    const got = computeCost(
+      'openai',
+      'whisper-1',
+      usage({ input_tokens: null, output_tokens: null, input_audio_seconds: 90 }),
+    );
+    expect(got.cost_usd).toBeCloseTo((90 / 3600) * rate, 12);
+    expect(got.price_source).toBe(`${PRICE_SOURCE} input_audio_hours`);
+    // A token-priced model has no hourly rate: unpriced, not a guess.
     expect(
-      computeCost('openai', 'gpt-4o', usage({ input_tokens: 5, cache_read_tokens: 10 })).cost_usd,
+      computeCost(
+        'openai',
+        'gpt-4o',
+        usage({ input_tokens: null, output_tokens: null, input_audio_seconds: 9 }),
+      ).cost_usd,
+    ).toBeNull();
+  });
+
+  it('prices image input tokens at the image rate, and refuses to guess without one', () => {
+    const u = { input_tokens: 100, input_image_tokens: 60, output_tokens: 10 };
+    expect(computeCost('openai', 'gpt-image-1', usage(u)).cost_usd).toBeCloseTo(
+      calcPrice(u, 'gpt-image-1', { providerId: 'openai' })!.total_price,
+      12,
+    );
+    expect(computeCost('openai', 'gpt-4o-mini', usage(u)).price_source).toMatch(/has no image price/);
+    expect(
+      computeCost('openai', 'gpt-image-1', usage({ ...u, input_image_tokens: 200 })).cost_usd,
     ).toBeNull();
   });
 });
@@ -146,7 +183,10 @@ describe('computeCost: audio tokens (Realtime)', () => {
 
   it('is null, never a text-rate guess, when the model has no audio price', () => {
     const got = computeCost('openai', 'gpt-4o-mini', usage({ input_audio_tokens: 10 }));
-    expect(got).toEqual({ cost_usd: null, price_source: null });
+    expect(got).toEqual({
+      cost_usd: null,
+      price_source: `unpriced: ${PRICE_SOURCE} has no audio price for gpt-4o-mini`,
+    });
   });
 
   it('is null when the audio figures exceed the totals', () => {

@@ -50,13 +50,21 @@ function findPriceProvider(provider: Provider, model: string): PriceProvider | n
   return found;
 }
 
+/** How a cost was not found, as the row's price_source says it: shown as "unpriced", never as $0. */
+export function unpriced(reason: string): { cost_usd: null; price_source: string } {
+  return { cost_usd: null, price_source: `unpriced: ${reason}` };
+}
+
 export function computeCost(
   provider: Provider,
   model: string | null,
   usage: Usage,
 ): { cost_usd: number | null; price_source: string | null } {
-  const none = { cost_usd: null, price_source: null };
-  if (!model || usage.input_tokens === null || usage.output_tokens === null) return none;
+  if (!model) return unpriced('no model named');
+  if (usage.input_tokens === null && usage.input_audio_seconds !== undefined)
+    return durationCost(provider, model, usage.input_audio_seconds);
+  if (usage.input_tokens === null || usage.output_tokens === null)
+    return unpriced('the response reported no usage');
   // The library wants input_tokens as the total (uncached + cache reads + cache writes), like our Usage.
   const priced: Record<string, number> = {
     input_tokens: usage.input_tokens,
@@ -68,19 +76,46 @@ export function computeCost(
   if (cacheWrite > 0) priced.cache_write_tokens = cacheWrite;
   // The library prices this subset at the model's 1-hour write rate, the rest of the writes at the 5-minute one.
   if ((usage.cache_write_1h_tokens ?? 0) > 0) priced.cache_write_1h_tokens = usage.cache_write_1h_tokens!;
-  if (cacheRead + cacheWrite > usage.input_tokens) return none; // inconsistent figures: no guess
+  if (cacheRead + cacheWrite > usage.input_tokens) return unpriced('inconsistent token counts');
   const audio = audioUsage(usage);
-  if (audio === undefined) return none;
+  if (audio === undefined) return unpriced('inconsistent token counts');
   Object.assign(priced, audio);
+  const image = usage.input_image_tokens ?? 0;
+  if (image > usage.input_tokens) return unpriced('inconsistent token counts');
+  if (image > 0) priced.input_image_tokens = image;
   try {
     const priceProvider = findPriceProvider(provider, model);
-    if (!priceProvider) return none;
-    // Audio priced at the text rate would be wrong by ~10x: without an audio price there is no cost.
-    if (audio && !hasAudioPrices(priceProvider, audio)) return none;
+    if (!priceProvider) return unpriced(`${PRICE_SOURCE} has no price for ${model}`);
+    // Audio or image tokens priced at the text rate would be wrong by ~10x: without their price, no cost.
+    if (audio && !hasPrices(priceProvider, audio))
+      return unpriced(`${PRICE_SOURCE} has no audio price for ${model}`);
+    if (image > 0 && !hasPrices(priceProvider, { input_image_tokens: image }))
+      return unpriced(`${PRICE_SOURCE} has no image price for ${model}`);
     const result = calcPrice(priced, model, { provider: priceProvider });
-    return result ? { cost_usd: result.total_price, price_source: PRICE_SOURCE } : none;
+    return result
+      ? { cost_usd: result.total_price, price_source: PRICE_SOURCE }
+      : unpriced(`${PRICE_SOURCE} has no price for ${model}`);
   } catch {
-    return none; // malformed price data must not fail a request
+    return unpriced('the price data could not be read'); // malformed price data must not fail a request
+  }
+}
+
+/**
+ * Models billed by the length of their input audio (whisper-1). The library holds their rate
+ * (`input_audio_hours`) but its calculation does not apply it, so the rate is read from its data here.
+ */
+function durationCost(
+  provider: Provider,
+  model: string,
+  seconds: number,
+): { cost_usd: number | null; price_source: string } {
+  try {
+    const priceProvider = findPriceProvider(provider, model);
+    const rate = priceEntry(priceProvider)?.input_audio_hours;
+    if (typeof rate !== 'number') return unpriced(`${PRICE_SOURCE} has no per-hour audio price for ${model}`);
+    return { cost_usd: (seconds / 3600) * rate, price_source: `${PRICE_SOURCE} input_audio_hours` };
+  } catch {
+    return unpriced('the price data could not be read');
   }
 }
 
@@ -103,19 +138,55 @@ function audioUsage(usage: Usage): AudioPriced | null | undefined {
   return out;
 }
 
-const AUDIO_PRICE_FIELD = {
+const PRICE_FIELD: Record<string, string> = {
   input_audio_tokens: 'input_audio_mtok',
   cache_audio_read_tokens: 'cache_audio_read_mtok',
   output_audio_tokens: 'output_audio_mtok',
-} as const;
+  input_image_tokens: 'input_image_mtok',
+};
 
-function hasAudioPrices(provider: PriceProvider, audio: AudioPriced): boolean {
-  const prices = provider.models[0]?.prices as
+/** The matched model's prices (the first entry of a conditional list, which names the same fields). */
+function priceEntry(provider: PriceProvider | null): Record<string, unknown> | undefined {
+  const prices = provider?.models[0]?.prices as
     Record<string, unknown> | Record<string, unknown>[] | undefined;
-  // Conditional price lists (by date or size) name the same fields in every entry; the first one tells.
-  const entry = Array.isArray(prices)
+  return Array.isArray(prices)
     ? (prices[0] as { prices?: Record<string, unknown> } | undefined)?.prices
     : prices;
+}
+
+function hasPrices(provider: PriceProvider, fields: Record<string, number>): boolean {
+  const entry = priceEntry(provider);
   if (!entry) return false;
-  return (Object.keys(audio) as (keyof AudioPriced)[]).every((k) => entry[AUDIO_PRICE_FIELD[k]] != null);
+  return Object.keys(fields).every((k) => entry[PRICE_FIELD[k]!] != null);
+}
+
+/**
+ * A batch line's cost: the library's batch price for the model where it has one (a `<model>:batch` entry),
+ * else the standard price times the provider's documented batch discount, said in price_source.
+ */
+export function computeBatchCost(
+  provider: Provider,
+  model: string | null,
+  usage: Usage,
+  discount: { factor: number; documented: string },
+): { cost_usd: number | null; price_source: string | null } {
+  if (model) {
+    try {
+      const batchModel = `${model}:batch`;
+      // A batch entry must be the model's own (`…:batch`), not a looser match of the longer name.
+      const probe = findPriceProvider(provider, batchModel);
+      if (probe?.models[0]?.id.endsWith(':batch')) {
+        const priced = computeCost(provider, batchModel, usage);
+        if (priced.cost_usd !== null) return { ...priced, price_source: `${PRICE_SOURCE} batch price` };
+      }
+    } catch {
+      // no batch entry: the discount below
+    }
+  }
+  const standard = computeCost(provider, model, usage);
+  if (standard.cost_usd === null) return standard;
+  return {
+    cost_usd: standard.cost_usd * discount.factor,
+    price_source: `${PRICE_SOURCE} × ${discount.factor} batch discount (${discount.documented})`,
+  };
 }

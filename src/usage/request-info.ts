@@ -1,6 +1,7 @@
 /** What the usage layer needs from a request body, parsed once per request. */
 import type { Provider } from '../types.js';
 import { PROVIDERS } from '../providers/index.js';
+import { readMultipartFields } from './multipart.js';
 import { isRecord } from './normalize.js';
 import type { RequestInfo } from './types.js';
 
@@ -40,6 +41,9 @@ export function parseRequestInfo(
       json = null; // a bad body is upstream's to reject; we just learn nothing from it
     }
   }
+  const mime = contentType?.trimStart().slice(0, 19).toLowerCase();
+  if (mime === 'multipart/form-data' && body.length > 0)
+    return multipartInfo(provider, path, body, contentType!);
   const obj = isRecord(json) ? json : null;
   const endUser = obj ? PROVIDERS[provider].endUser(obj) : null;
   return {
@@ -49,5 +53,29 @@ export function parseRequestInfo(
     stream: obj ? obj.stream === true : false,
     end_user: endUser,
     json,
+  };
+}
+
+/** An upload (audio, image, file): its text fields stand in for a JSON body (`stream` is the text "true"). */
+function multipartInfo(provider: Provider, path: string, body: Buffer, contentType: string): RequestInfo {
+  const parsed = readMultipartFields(body, contentType);
+  if (!parsed.ok)
+    return {
+      provider,
+      path,
+      model: null,
+      stream: false,
+      end_user: null,
+      json: null,
+      bodyError: parsed.error,
+    };
+  const f = parsed.fields;
+  return {
+    provider,
+    path,
+    model: str(f.model),
+    stream: f.stream === 'true',
+    end_user: PROVIDERS[provider].endUser(f),
+    json: null,
   };
 }

@@ -44,6 +44,8 @@ export interface TapOptions {
   maxDecodedBytes: number;
   /** An SSE event bigger than this is read from its head and tail only. */
   maxEventBytes: number;
+  /** Sees every decoded piece too (batch objects and results files); `cut` when decoding stopped early. */
+  observer?: { push(decoded: Buffer): void; cut(): void } | null;
 }
 
 export function createResponseTap(
@@ -66,12 +68,16 @@ export function createResponseTap(
   // Only token-billed endpoints are parsed; the rest just feed the body log.
   const stream: StreamReader | null =
     isSse && reader ? createStreamReader(reader.sse(output), opts.maxEventBytes) : null;
-  const json = !isSse && reader ? new HeadTail(MAX_JSON_BYTES, JSON_EDGE_BYTES) : null;
+  // Audio and image bodies (speech, raw downloads) carry no usage: never held for a parse.
+  const binary = /^(?:audio|image|video)\/|^application\/octet-stream/.test(contentType);
+  const json = !isSse && reader && !binary ? new HeadTail(MAX_JSON_BYTES, JSON_EDGE_BYTES) : null;
   let unreadable = decoder === null;
   let result: Usage | null = null;
 
   // Nothing left to learn: no usage to read and the log's prefix full (or none kept).
-  const done = () => !stream && !json && (!prefix || prefix.size > opts.bodyLogBytes);
+  const observer = opts.observer ?? null;
+  if (unreadable) observer?.cut();
+  const done = () => !stream && !json && !observer && (!prefix || prefix.size > opts.bodyLogBytes);
   const stop = () => {
     stopped = true;
     decoder?.close();
@@ -84,6 +90,8 @@ export function createResponseTap(
       prefix?.add(piece);
       stream?.push(piece);
       json?.add(piece);
+      observer?.push(piece);
+      if (decodedBytes >= maxDecoded) observer?.cut();
       if (decodedBytes >= maxDecoded || done()) return stop();
     }
   };
@@ -96,6 +104,7 @@ export function createResponseTap(
         drain();
       } catch {
         unreadable = true; // corrupt encoding: keep what was read, stop reading
+        observer?.cut();
         decoder.close();
       }
     },
@@ -108,6 +117,7 @@ export function createResponseTap(
           drain();
         } catch {
           unreadable = true;
+          observer?.cut();
         }
         decoder.close();
       }
@@ -127,27 +137,29 @@ export function createResponseTap(
 }
 
 function readJson(endpoint: Endpoint, body: HeadTail, output: OutputCounter): Reported {
-  const { whole, head, tail } = body.read();
+  const { whole: text, head, tail } = body.read();
   let parsed: unknown = null;
-  if (whole !== null) {
+  if (text !== null) {
     try {
-      parsed = JSON.parse(whole) as unknown;
+      parsed = JSON.parse(text) as unknown;
     } catch {
       parsed = null;
     }
   }
   let usage: unknown;
   let model: string | null = null;
+  let whole: Record<string, unknown> | undefined;
   if (isRecord(parsed)) {
     const inner = isRecord(parsed.response) ? parsed.response : parsed; // Responses API background wrappers
     usage = inner.usage;
+    whole = inner;
     model = typeof inner.model === 'string' ? inner.model : null;
     collectResponseText(inner, output);
-  } else if (whole === null) {
+  } else if (text === null) {
     usage = findUsageObject(tail);
     model = modelInHead(head);
   }
-  const { counts, final } = endpoint.usage!.json(usage);
+  const { counts, final } = endpoint.usage!.json(usage, whole);
   return { counts, model, final };
 }
 
@@ -175,6 +187,7 @@ function computeUsage(
   }
   // The provider bills nothing for a refused request: no estimate for an error (or redirect) response.
   if (status >= 300 || status < 200) return { ...NO_TOKENS, source: 'none', model };
+  if (endpoint.usage.estimable === false) return { ...NO_TOKENS, source: 'none', model };
   const input = estimateRequestTokens(info.json);
   if (input === null && !output.seen) return { ...NO_TOKENS, source: 'none', model };
   return {

@@ -13,6 +13,10 @@ export interface Usage {
   input_audio_tokens?: number;
   cache_read_audio_tokens?: number;
   output_audio_tokens?: number;
+  /** Of input_tokens, image tokens (gpt-image-1), priced at the model's image rate. */
+  input_image_tokens?: number;
+  /** Seconds of input audio, for models billed by duration (whisper-1); tokens are then null. */
+  input_audio_seconds?: number;
   source: UsageSource;
   /** Model as the provider reported it in the response (more precise than the request's alias). */
   model: string | null;
@@ -27,6 +31,8 @@ export interface RequestInfo {
   end_user: string | null; // OpenAI `user` / Anthropic `metadata.user_id`
   /** Parsed JSON body when it was JSON (null otherwise); used for estimates. */
   json: unknown;
+  /** Why a body that says it is multipart could not be read (the proxy refuses it), else absent. */
+  bodyError?: string;
 }
 
 /**

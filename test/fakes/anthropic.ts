@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { renderAnthropicBatches } from './batches.js';
 import type { Scenario } from './scenario.js';
 import {
   deriveId,
@@ -188,6 +189,8 @@ export function renderAnthropic(
       return renderAnthropicError(400, 'There was an issue with the request body: invalid JSON');
     return jsonResponse(200, baseHeaders(), { input_tokens: usage.input_tokens });
   }
+  const batch = renderAnthropicBatches(req, scenario, baseHeaders());
+  if (batch) return batch;
   if (req.method === 'GET' && path === '/v1/models') {
     return jsonResponse(200, baseHeaders(), {
       data: models.map(modelObject),

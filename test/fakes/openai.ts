@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { renderOpenAIBatches } from './batches.js';
+import { renderImages, renderModeration, renderSpeech, renderTranscription } from './openai-media.js';
 import { renderResponses } from './openai-responses.js';
 import type { Scenario } from './scenario.js';
 import {
@@ -233,6 +235,15 @@ export function renderOpenAI(
     return renderResponses(req, body, usage, n, baseHeaders());
   }
   if (req.method === 'POST' && path === '/v1/embeddings') return renderEmbeddings(body, usage);
+  const error = (status: number, message: string) => renderOpenAIError(status, { message });
+  if (req.method === 'POST' && (path === '/v1/audio/transcriptions' || path === '/v1/audio/translations'))
+    return renderTranscription(req, scenario, baseHeaders(), path.endsWith('translations'), error);
+  if (req.method === 'POST' && path === '/v1/audio/speech') return renderSpeech(req, scenario, baseHeaders());
+  if (req.method === 'POST' && (path === '/v1/images/generations' || path === '/v1/images/edits'))
+    return renderImages(req, scenario, baseHeaders(), path.endsWith('edits'), error);
+  if (req.method === 'POST' && path === '/v1/moderations') return renderModeration(req, baseHeaders());
+  const batch = renderOpenAIBatches(req, scenario, baseHeaders(), error);
+  if (batch) return batch;
   if (req.method === 'GET' && path === '/v1/models') {
     return jsonResponse(200, baseHeaders(), { object: 'list', data: models.map(modelObject) });
   }

@@ -375,6 +375,91 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.usageSeries({ account_id: `acct-${newId()}` }, 'hour')).toEqual([]);
     });
 
+    it('records batches against the first key, and their results cost once, even when raced', async () => {
+      const a = `acct-${newId()}`;
+      const id = `batch_${newId()}`;
+      const seen = {
+        provider: 'openai' as const,
+        batch_id: id,
+        key_id: 'key-a',
+        account_id: a,
+        at: new Date(T0).toISOString(),
+        created_here: true,
+        status: 'validating',
+        request_counts: { total: 3, completed: 0, failed: 0 },
+        output_file_id: null,
+      };
+      await log.upsertBatch(seen);
+      // A later retrieval (another key even) updates status and counts, never the owner.
+      await log.upsertBatch({
+        ...seen,
+        key_id: 'key-b',
+        at: new Date(T0 + MIN).toISOString(),
+        created_here: false,
+        status: 'completed',
+        request_counts: { total: 3, completed: 2, failed: 1 },
+        output_file_id: 'file-out-1',
+      });
+      const found = await log.batchByOutputFile('openai', 'file-out-1');
+      expect(found).toMatchObject({
+        batch_id: id,
+        key_id: 'key-a',
+        created_here: true,
+        status: 'completed',
+        request_counts: { total: 3, completed: 2, failed: 1 },
+        results_cost_usd: null,
+        results_fetched_at: null,
+      });
+      expect(await log.batchByOutputFile('anthropic', 'file-out-1')).toBeNull();
+      const claim = {
+        provider: 'openai' as const,
+        batch_id: id,
+        key_id: 'key-a',
+        account_id: a,
+        at: new Date(T0 + 2 * MIN).toISOString(),
+        request_id: 'req-1',
+        cost_usd: 0.5,
+        succeeded: 2,
+        unpriced: 0,
+        broken: 1,
+      };
+      const won = await Promise.all(
+        [1, 2, 3, 4].map((i) => log.claimBatchResults({ ...claim, request_id: `req-${i}` })),
+      );
+      expect(won.filter(Boolean)).toHaveLength(1);
+      // A batch keyrelay never saw is created by its first download, not created here.
+      expect(
+        await log.claimBatchResults({ ...claim, batch_id: 'msgbatch_elsewhere', provider: 'anthropic' }),
+      ).toBe(true);
+      const list = await log.listBatches(a, 10);
+      expect(list.map((b) => [b.batch_id, b.created_here, b.results_cost_usd, b.results_broken])).toEqual([
+        ['msgbatch_elsewhere', false, 0.5, 1],
+        [id, true, 0.5, 1],
+      ]);
+      expect(list[1]!.results_request_id).toMatch(/^req-[1-4]$/);
+      expect(await log.listBatches(`acct-${newId()}`, 10)).toEqual([]);
+    });
+
+    it('counts unpriced rows (cost null) as unknown cost, never rows that bill nothing', async () => {
+      const a = `acct-${newId()}`;
+      await log.insertBatch([
+        makeLogRow({ account_id: a, at: T0, cost_usd: null, price_source: 'unpriced: no model named' }),
+        makeLogRow({ account_id: a, at: T0 + 1, cost_usd: null, price_source: null }),
+        makeLogRow({
+          account_id: a,
+          at: T0 + 2,
+          cost_usd: null,
+          price_source: 'not billed: no successful response',
+        }),
+        makeLogRow({ account_id: a, at: T0 + 3, cost_usd: 0, price_source: 'not billed' }),
+        makeLogRow({ account_id: a, at: T0 + 4, cost_usd: 0.25, price_source: 'genai-prices@0.1.8' }),
+      ]);
+      const [point] = await log.usageSeries({ account_id: a }, 'day');
+      expect(point).toMatchObject({ requests: 5, cost_usd: 0.25, unknown_cost_requests: 2 });
+      const stored = await log.listRequests({ account_id: a }, { limit: 10 });
+      expect(stored.items.map((r) => r.price_source)).toContain('unpriced: no model named');
+    });
+
     it('usageBreakdown groups by model, key_id and provider, most requests first', async () => {
       await seedUsage();
       const byModel = await log.usageBreakdown({ account_id: acct }, 'model');

@@ -5,6 +5,7 @@
  */
 import type { SignupNotice } from '../../src/accounts/sign-up.js';
 import type { Provider, Outcome, RequestLogRow } from '../../src/types.js';
+import type { BatchRecord } from '../../src/store/batch-types.js';
 import type {
   Account,
   KeyLimits,
@@ -17,6 +18,7 @@ import type {
 
 export type {
   Account,
+  BatchRecord,
   KeyLimits,
   KeyView,
   Provider,
@@ -166,4 +168,5 @@ export const api = {
     call<{ points: UsagePoint[] }>('GET', '/usage/series', undefined, { ...q }),
   usageBreakdown: (q: UsageQuery & { by: 'model' | 'key_id' | 'provider' }) =>
     call<{ rows: UsageBreakdownRow[] }>('GET', '/usage/breakdown', undefined, { ...q }),
+  listBatches: () => call<{ batches: BatchRecord[] }>('GET', '/batches'),
 };

@@ -1,5 +1,6 @@
 /** Anthropic: https://docs.anthropic.com/en/api */
 import type { ProviderModule } from '../types.js';
+import { ANTHROPIC_BATCHES } from './batches.js';
 import { MESSAGES_USAGE } from './usage.js';
 
 /** Anthropic's error `type` for a status: https://docs.anthropic.com/en/api/errors */
@@ -42,4 +43,5 @@ export const anthropic: ProviderModule = {
       error: { type: ERROR_TYPES[err.status] ?? 'api_error', message: `${err.message} (${err.code})` },
     }),
   socket: null,
+  batches: ANTHROPIC_BATCHES,
 };

@@ -1,5 +1,7 @@
 /** OpenAI: https://platform.openai.com/docs/api-reference */
 import type { ProviderModule } from '../types.js';
+import { OPENAI_BATCHES } from './batches.js';
+import { IMAGES_USAGE, SPEECH_USAGE, TRANSCRIPTION_USAGE } from './media-usage.js';
 import { OPENAI_SOCKET } from './socket.js';
 import { CHAT_USAGE, EMBEDDINGS_USAGE, RESPONSES_USAGE } from './usage.js';
 
@@ -17,10 +19,10 @@ export const openai: ProviderModule = {
     { match: /\/completions$/, class: 'completions', usage: CHAT_USAGE },
     { match: /\/responses$/, class: 'responses', usage: RESPONSES_USAGE },
     { match: /\/embeddings$/, class: 'embeddings', usage: EMBEDDINGS_USAGE },
-    { match: /\/audio\/transcriptions$/, class: 'audio_transcription', usage: null },
-    { match: /\/audio\/translations$/, class: 'audio_translation', usage: null },
-    { match: /\/audio\/speech$/, class: 'audio_speech', usage: null },
-    { match: /\/images\/(?:generations|edits|variations)$/, class: 'images', usage: null },
+    { match: /\/audio\/transcriptions$/, class: 'audio_transcription', usage: TRANSCRIPTION_USAGE },
+    { match: /\/audio\/translations$/, class: 'audio_translation', usage: TRANSCRIPTION_USAGE },
+    { match: /\/audio\/speech$/, class: 'audio_speech', usage: SPEECH_USAGE },
+    { match: /\/images\/(?:generations|edits|variations)$/, class: 'images', usage: IMAGES_USAGE },
     { match: /\/moderations$/, class: 'moderations', usage: null },
     { match: /\/batches(?:\/[^/]+(?:\/cancel)?)?$/, class: 'batches', usage: null },
     { match: /\/files(?:\/[^/]+(?:\/content)?)?$/, class: 'files', usage: null },
@@ -31,4 +33,5 @@ export const openai: ProviderModule = {
   errorBody: (err) =>
     JSON.stringify({ error: { message: err.message, type: 'keyrelay_error', code: err.code } }),
   socket: OPENAI_SOCKET,
+  batches: OPENAI_BATCHES,
 };

@@ -98,6 +98,34 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX requests_search ON requests USING gin (search_vector);
     `,
   },
+  {
+    version: 5,
+    name: 'batches',
+    // Batches seen through keyrelay and the one-time record of their results' cost (issue #13).
+    sql: `
+      CREATE TABLE batches (
+        provider text NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+        batch_id text COLLATE "C" NOT NULL,
+        key_id text NOT NULL,
+        account_id text NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        created_here boolean NOT NULL,
+        status text,
+        request_counts jsonb NOT NULL,
+        output_file_id text COLLATE "C",
+        results_cost_usd double precision,
+        results_succeeded bigint,
+        results_unpriced bigint,
+        results_broken bigint,
+        results_request_id text,
+        results_fetched_at timestamptz,
+        PRIMARY KEY (provider, batch_id)
+      );
+      CREATE INDEX batches_account ON batches (account_id, created_at);
+      CREATE INDEX batches_output_file ON batches (provider, output_file_id) WHERE output_file_id IS NOT NULL;
+    `,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */

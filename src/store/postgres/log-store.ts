@@ -32,6 +32,8 @@ import type {
 } from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
+import { pgBatchStore } from './batches.js';
+import type { BatchStore } from '../batch-types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
@@ -123,7 +125,17 @@ export class PgLogStore implements LogStore {
     const { pool, owned } = resolvePool(poolOrUrl);
     this.pool = pool;
     this.ownsPool = owned;
+    const batches = pgBatchStore(pool);
+    this.upsertBatch = batches.upsertBatch;
+    this.batchByOutputFile = batches.batchByOutputFile;
+    this.claimBatchResults = batches.claimBatchResults;
+    this.listBatches = batches.listBatches;
   }
+
+  readonly upsertBatch: BatchStore['upsertBatch'];
+  readonly batchByOutputFile: BatchStore['batchByOutputFile'];
+  readonly claimBatchResults: BatchStore['claimBatchResults'];
+  readonly listBatches: BatchStore['listBatches'];
 
   async migrate(): Promise<void> {
     await runPgMigrations(this.pool, 'log', LOG_MIGRATIONS);

@@ -102,4 +102,32 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
       INSERT INTO requests_fts (requests_fts) VALUES ('rebuild');
     `,
   },
+  {
+    version: 5,
+    name: 'batches',
+    // Batches seen through keyrelay and the one-time record of their results' cost (issue #13).
+    sql: `
+      CREATE TABLE batches (
+        provider TEXT NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+        batch_id TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        created_here INTEGER NOT NULL CHECK (created_here IN (0, 1)),
+        status TEXT,
+        request_counts TEXT NOT NULL CHECK (json_valid(request_counts)),
+        output_file_id TEXT,
+        results_cost_usd REAL,
+        results_succeeded INTEGER,
+        results_unpriced INTEGER,
+        results_broken INTEGER,
+        results_request_id TEXT,
+        results_fetched_at TEXT,
+        PRIMARY KEY (provider, batch_id)
+      ) STRICT;
+      CREATE INDEX batches_account ON batches(account_id, created_at);
+      CREATE INDEX batches_output_file ON batches(provider, output_file_id) WHERE output_file_id IS NOT NULL;
+    `,
+  },
 ];

@@ -32,6 +32,8 @@ import type {
 import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
 import type { OpenOptions } from './driver.js';
 import { LOG_MIGRATIONS } from './log-schema.js';
+import { sqliteBatchStore } from './batches.js';
+import type { BatchStore } from '../batch-types.js';
 
 type Value = string | number | null;
 type DbRow = Record<string, unknown>;
@@ -86,7 +88,17 @@ export class SqliteLogStore implements LogStore {
   constructor(path: string, opts: OpenOptions = {}) {
     this.db = openSqlite(path, opts);
     this.stmt = createStatementCache(this.db);
+    const batches = sqliteBatchStore(this.stmt);
+    this.upsertBatch = batches.upsertBatch;
+    this.batchByOutputFile = batches.batchByOutputFile;
+    this.claimBatchResults = batches.claimBatchResults;
+    this.listBatches = batches.listBatches;
   }
+
+  readonly upsertBatch: BatchStore['upsertBatch'];
+  readonly batchByOutputFile: BatchStore['batchByOutputFile'];
+  readonly claimBatchResults: BatchStore['claimBatchResults'];
+  readonly listBatches: BatchStore['listBatches'];
 
   async migrate(): Promise<void> {
     runSqliteMigrations(this.db, LOG_MIGRATIONS);

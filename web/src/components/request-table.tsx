@@ -133,7 +133,8 @@ export const COLUMNS: Column[] = [
     // A refusal never reached the provider: no cost, rather than an unknown one. A socket's own row has
     // none either: its responses carry the cost.
     cell: (r, ctx) =>
-      (r.outcome === 'refused' || ctx.line.kind === 'socket') && r.cost_usd === null
+      (r.outcome === 'refused' || ctx.line.kind === 'socket' || r.price_source?.startsWith('not billed')) &&
+      r.cost_usd === null
         ? '—'
         : formatCost(r.cost_usd),
   },

@@ -1,7 +1,7 @@
-/** Display formatting. Unknown values say so: a null cost is "unknown", never $0. */
+/** Display formatting. Unknown values say so: a null cost is "unpriced", never $0. */
 
 export function formatCost(usd: number | null | undefined): string {
-  if (usd === null || usd === undefined) return 'unknown';
+  if (usd === null || usd === undefined) return 'unpriced';
   if (usd === 0) return '$0.00';
   if (Math.abs(usd) >= 1) return `$${usd.toFixed(2)}`;
   if (Math.abs(usd) >= 0.01) return `$${usd.toFixed(4)}`;

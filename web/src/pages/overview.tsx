@@ -41,7 +41,7 @@ function LastDayStats() {
     { label: 'Tokens', value: s ? formatCompact(s.tokens) : '' },
     {
       label: 'Cost',
-      value: s ? (s.requests > 0 && s.unknown === s.requests ? 'unknown' : formatCost(s.cost)) : '',
+      value: s ? (s.requests > 0 && s.unknown === s.requests ? 'unpriced' : formatCost(s.cost)) : '',
       note: s && s.unknown > 0 && s.unknown < s.requests ? `+ ${s.unknown} unpriced` : undefined,
     },
   ];

@@ -166,13 +166,17 @@ function Detail({ r }: { r: RequestLogRow }) {
         </Card>
         <Card title="Cost">
           <p className={`big-number ${r.cost_usd === null ? 'muted' : ''}`} data-testid="detail-cost">
-            {r.outcome === 'refused' && r.cost_usd === null ? '—' : formatCost(r.cost_usd)}
+            {(r.outcome === 'refused' || r.price_source?.startsWith('not billed')) && r.cost_usd === null
+              ? '—'
+              : formatCost(r.cost_usd)}
           </p>
           <p className="muted small">
             {r.outcome === 'refused' && r.cost_usd === null
               ? 'Nothing: keyrelay refused the request before it reached the provider.'
               : r.cost_usd === null
-                ? 'No price is known for this model, or there was no usage to price.'
+                ? r.price_source?.startsWith('not billed')
+                  ? 'Nothing: the provider bills no failed call.'
+                  : `Unpriced: ${r.price_source?.replace(/^unpriced: /, '') ?? 'no price is known for this model, or there was no usage to price'}.`
                 : `Priced with ${r.price_source ?? 'the price library'}.`}
           </p>
         </Card>

@@ -5,6 +5,7 @@ import { DateRange } from '../components/date-range.js';
 import { PageHeader } from '../components/page-header.js';
 import { KeySelect, ProviderSelect } from '../components/request-filters.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
+import { BatchesPanel } from '../components/batches-panel.js';
 import { Tabs } from '../components/tabs.js';
 import { bucketFor, fillBuckets, USAGE_RANGES, type UsageRange } from '../lib/buckets.js';
 import { formatCompact, formatCost, formatMs, formatNumber } from '../lib/format.js';
@@ -76,7 +77,7 @@ function Breakdown({
                   </td>
                   <td className="num nowrap" data-label="Cost">
                     {r.unknown_cost_requests === r.requests ? (
-                      <span className="muted">unknown</span>
+                      <span className="muted">unpriced</span>
                     ) : (
                       <>
                         {formatCost(r.cost_usd)}
@@ -303,6 +304,7 @@ export function UsagePage() {
           </>
         )}
       </div>
+      <BatchesPanel keyLabel={keyLabel} />
     </>
   );
 }
