@@ -7,10 +7,19 @@
  */
 import { countTextTokens, SKIP_KEYS } from '../usage/estimate.js';
 import { computeCost } from '../usage/cost.js';
-import { endpointOf } from '../providers/index.js';
+import { endpointOf, type EndpointClass } from '../providers/index.js';
 import { isRecord } from '../usage/normalize.js';
 import type { Provider } from '../types.js';
 import type { RequestInfo, Usage } from '../usage/types.js';
+
+const TOKEN_BOUNDED: ReadonlySet<EndpointClass> = new Set([
+  'chat',
+  'completions',
+  'responses',
+  'embeddings',
+  'messages',
+  'complete',
+]);
 
 /** How a request is billed: not at all, by tokens at the model's price, or in a way not priced up front. */
 export type RequestClass = 'free' | 'tokens' | 'unpriced';
@@ -26,8 +35,9 @@ const isCancel = (path: string) => path.endsWith('/cancel');
 export function requestClass(provider: Provider, method: string, path: string): RequestClass {
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || method === 'DELETE') return 'free';
   if (isTokenCount(path) || isCancel(path) || path.endsWith('/moderations')) return 'free';
-  // Token-billed endpoints are the ones whose provider module reads their usage.
-  return endpointOf(provider, path).usage === null ? 'unpriced' : 'tokens';
+  // Bounded up front only where the bill is text tokens the body bounds; audio, images and batches are
+  // priced once they end (docs/pricing.md) but have no bound before they start.
+  return TOKEN_BOUNDED.has(endpointOf(provider, path).class) ? 'tokens' : 'unpriced';
 }
 
 /** Not counted by an rpm with scope `billable`: listings, retrievals and token counting. */
