@@ -337,9 +337,13 @@ describe('web console, as a new user uses it', () => {
     });
     const panel = page.locator('section[aria-label="Batches"]');
     const row = panel.locator('tr', { hasText: batch.id });
+    // The Usage page renders after its chunk loads and its queries answer: wait for the row, then reload.
     await waitFor('the new batch', async () => {
       await page.goto(`${base}/usage?range=1h`);
-      return (await row.count()) === 1;
+      return row.waitFor({ timeout: 3000 }).then(
+        () => true,
+        () => false,
+      );
     });
     expect(await row.getByTestId('batch-cost').textContent()).toBe('results not yet fetched');
     expect(await row.textContent()).toContain('in_progress');
@@ -351,7 +355,7 @@ describe('web console, as a new user uses it', () => {
     const total = (FAKE_BATCH_LINES - FAKE_BATCH_FAILED) * perLine * 0.5;
     await waitFor('the batch cost', async () => {
       await page.goto(`${base}/usage?range=1h`);
-      return (await row.getByTestId('batch-cost').textContent()) === formatCost(total);
+      return (await row.getByTestId('batch-cost').textContent({ timeout: 3000 })) === formatCost(total);
     });
     expect(await row.textContent()).toContain('ended');
     expect(await row.textContent()).toContain(`${FAKE_BATCH_LINES - FAKE_BATCH_FAILED} succeeded`);
