@@ -11,6 +11,7 @@ import { createMetrics } from '../metrics.js';
 import { InvalidFilterError } from '../store/errors.js';
 import { openStores } from '../store/factory.js';
 import type { Provider } from '../types.js';
+import { LIMIT_FLAGS } from './help.js';
 import type { ConfigStore, KeyLimits, KeyView, LogStore } from '../store/types.js';
 
 export interface CommandArgs {
@@ -24,17 +25,6 @@ export interface CommandArgs {
   positionals: string[];
 }
 
-export const LIMIT_FLAGS = [
-  'rpm',
-  'rpm-scope',
-  'tpm',
-  'max-concurrent',
-  'budget-usd',
-  'budget-period',
-  'budget-mode',
-  'providers',
-  'models',
-] as const;
 type LimitFlag = (typeof LIMIT_FLAGS)[number];
 
 /** Flags → a limits patch; "none" clears a limit. Ranges are checked by the key action, as in the console. */

@@ -47,7 +47,8 @@ export interface CommandSpec {
   details?: string;
 }
 
-const LIMIT_OPTIONS = [
+/** The key-limit flags of `users create` and `keys limits` (parsed in main.ts, applied in commands.ts). */
+export const LIMIT_FLAGS = [
   'rpm',
   'rpm-scope',
   'tpm',
@@ -81,7 +82,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   'keys create': {
     usage: 'keyrelay keys create --email E [--name N] [limits]',
     summary: 'create a key for an account (the key is shown once)',
-    options: ['email', 'name', ...LIMIT_OPTIONS],
+    options: ['email', 'name', ...LIMIT_FLAGS],
     details: LIMITS_HELP,
   },
   'keys list': {
@@ -92,7 +93,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   'keys limits': {
     usage: 'keyrelay keys limits <key id | full key> [limits]',
     summary: "change a key's limits (the ones not given stay as they are)",
-    options: [...LIMIT_OPTIONS],
+    options: [...LIMIT_FLAGS],
     details: LIMITS_HELP,
   },
   'keys revoke': {

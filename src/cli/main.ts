@@ -5,8 +5,8 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { commands, LIMIT_FLAGS, type CommandArgs } from './commands.js';
-import { COMMANDS, commandHelp, FLAG_TO_VAR, GROUPS, groupHelp, mainHelp } from './help.js';
+import { commands, type CommandArgs } from './commands.js';
+import { COMMANDS, commandHelp, FLAG_TO_VAR, GROUPS, groupHelp, LIMIT_FLAGS, mainHelp } from './help.js';
 
 const STRING_OPTIONS = ['email', 'password', 'name', 'limit', ...LIMIT_FLAGS, ...Object.keys(FLAG_TO_VAR)];
 const BOOLEAN_OPTIONS = ['json', 'help'];

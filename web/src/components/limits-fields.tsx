@@ -19,6 +19,35 @@ function FieldError({ id, message }: { id: string; message: string | undefined }
   );
 }
 
+/** A whole-number limit (per minute, at once): empty means no limit. */
+function CountInput({
+  id,
+  value,
+  invalid,
+  onChange,
+}: {
+  id: string;
+  value: string;
+  invalid: boolean;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <input
+      id={id}
+      className="input-short"
+      type="number"
+      inputMode="numeric"
+      min={1}
+      step={1}
+      value={value}
+      placeholder="No limit"
+      aria-describedby={`${id}-hint`}
+      aria-invalid={invalid ? true : undefined}
+      onChange={(e) => onChange(e.target.value)}
+    />
+  );
+}
+
 /**
  * Chips for the model list: type and press Enter (or comma) to add, × or Backspace to remove. Text left in
  * the box when the form is saved is added then (parseDraft), not on blur, so clicking a × never races it.
@@ -160,18 +189,11 @@ export function LimitsFields({
 
       <div className="field">
         <label htmlFor={id('rpm')}>Requests per minute</label>
-        <input
+        <CountInput
           id={id('rpm')}
-          className="input-short"
-          type="number"
-          inputMode="numeric"
-          min={1}
-          step={1}
           value={draft.rpm}
-          placeholder="No limit"
-          aria-describedby={id('rpm-hint')}
-          aria-invalid={errors.rpm ? true : undefined}
-          onChange={(e) => set({ rpm: e.target.value })}
+          invalid={Boolean(errors.rpm)}
+          onChange={(v) => set({ rpm: v })}
         />
         <label className="sr-only" htmlFor={id('scope')}>
           What counts
@@ -193,18 +215,11 @@ export function LimitsFields({
 
       <div className="field">
         <label htmlFor={id('tpm')}>Tokens per minute</label>
-        <input
+        <CountInput
           id={id('tpm')}
-          className="input-short"
-          type="number"
-          inputMode="numeric"
-          min={1}
-          step={1}
           value={draft.tpm}
-          placeholder="No limit"
-          aria-describedby={id('tpm-hint')}
-          aria-invalid={errors.tpm ? true : undefined}
-          onChange={(e) => set({ tpm: e.target.value })}
+          invalid={Boolean(errors.tpm)}
+          onChange={(v) => set({ tpm: v })}
         />
         <span id={id('tpm-hint')} className="hint">
           Input and output. A request counts its prompt and its max output while in flight, its real tokens
@@ -215,18 +230,11 @@ export function LimitsFields({
 
       <div className="field">
         <label htmlFor={id('concurrent')}>Requests at once</label>
-        <input
+        <CountInput
           id={id('concurrent')}
-          className="input-short"
-          type="number"
-          inputMode="numeric"
-          min={1}
-          step={1}
           value={draft.concurrent}
-          placeholder="No limit"
-          aria-describedby={id('concurrent-hint')}
-          aria-invalid={errors.concurrent ? true : undefined}
-          onChange={(e) => set({ concurrent: e.target.value })}
+          invalid={Boolean(errors.concurrent)}
+          onChange={(v) => set({ concurrent: v })}
         />
         <span id={id('concurrent-hint')} className="hint">
           Requests in flight at the same time. Empty: no limit.
