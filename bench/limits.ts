@@ -5,13 +5,15 @@
  * the same for both keys. Rounds alternate between the two keys; the report is the median difference per
  * request in µs of process CPU (user + system), which the issue bounds at 10 µs.
  *
- *   npm run bench:limits [-- --requests 20000 --rounds 15 --unique --redis redis://127.0.0.1:6379]
+ *   npm run bench:limits [-- --requests 20000 --rounds 15 --unique --long --redis redis://127.0.0.1:6379]
  *
- * Prompt strings already seen are counted from a cache (a conversation resends its history every turn);
- * --unique makes every request's user message new text, the tokenizer's worst case for this request.
+ * --unique makes every request's user message new text; --long makes it ~8 KB (a document in the prompt).
+ * Far from its limits a key's bound counts the prompt in bytes (no tokenizer); near them, in tokens
+ * (limits/bound.ts, fittedBound).
  *
- * With --redis the hard budget's reservations go through Redis (one script per admission, one per
- * settle), as with several instances; without it they stay in memory, as on one instance.
+ * With --redis the hard budget's reservations are shared through Redis, as with several instances: from
+ * the instance's lease (limits/leases.ts), with a script per renewal rather than per request; without it
+ * they stay in memory, as on one instance.
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -29,9 +31,13 @@ const { values } = parseArgs({
     redis: { type: 'string' },
     // Every request's user message is new text (no prompt string seen before): the tokenizer runs each time.
     unique: { type: 'boolean', default: false },
+    long: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Number(values.requests);
+const DOCUMENT = values.long
+  ? 'A reverse proxy sits between clients and servers, forwarding requests and returning answers. '.repeat(88)
+  : '';
 const ROUNDS = Number(values.rounds);
 
 const baseKey = (id: string): KeyRecord => ({
@@ -71,7 +77,7 @@ const bodyOf = (n: number) =>
         { role: 'system', content: 'You are a concise assistant. Answer in one or two sentences.' },
         {
           role: 'user',
-          content: `What does a reverse proxy do, and why would I put one in front of an API?${n ? ` (${n})` : ''}`,
+          content: `${n ? `(${n}) ` : ''}${DOCUMENT}What does a reverse proxy do, and why would I put one in front of an API?`,
         },
       ],
       max_tokens: 256,
@@ -107,7 +113,8 @@ function row(key: KeyRecord): RequestLogRow {
 async function round(limiter: KeyLimiter, key: KeyRecord): Promise<number> {
   // Built outside the measured part.
   const rows = Array.from({ length: REQUESTS }, () => row(key));
-  const infos = values.unique ? Array.from({ length: REQUESTS }, () => infoOf(++serial)) : null;
+  const infos =
+    values.unique || values.long ? Array.from({ length: REQUESTS }, () => infoOf(++serial)) : null;
   const start = process.cpuUsage();
   for (let i = 0; i < REQUESTS; i++) {
     let a: Admission | Promise<Admission> = limiter.admit(key, 'openai', infos?.[i] ?? info, 'POST');
@@ -146,7 +153,7 @@ async function main(): Promise<void> {
   const f = (x: number) => x.toFixed(2);
   console.log(
     `limits bench (${values.redis ? 'hard budget via Redis' : 'one instance, in memory'}` +
-      `${values.unique ? ', every prompt new' : ''}): ` +
+      `${values.unique || values.long ? ', every prompt new' : ''}${values.long ? ', ~8 KB each' : ''}): ` +
       `${ROUNDS} rounds × ${REQUESTS} requests per key`,
   );
   console.log(`  no limits:           ${f(median(plainUs))} µs CPU per request (median round)`);

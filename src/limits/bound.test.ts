@@ -79,4 +79,20 @@ describe('requestBound', () => {
     expect(promptTokens(json)).toBe(3 + 8 + 2 * (countTextTokens('Be brief.') + 1));
     expect(promptTokens(json)).toBe(promptTokens(json));
   });
+
+  it('counts in bytes never fewer than in tokens, whatever the script', () => {
+    const texts = [
+      'Hello there, relay.',
+      'Übergrößenträger mögen Äpfel, Öl und Süßes.',
+      '反向代理在API前面做什么？它转发请求并记录用量。',
+      'Emoji 🚀🔥👩‍👩‍👧‍👦 and math ∑∫√ and code `const x = () => 1;`',
+      'a'.repeat(5000),
+    ];
+    for (const content of texts) {
+      const json = { messages: [{ role: 'user', content }], tools: [{ name: 't', description: content }] };
+      const bytes = promptTokens(json, (t) => Buffer.byteLength(t));
+      expect(bytes).toBeGreaterThanOrEqual(promptTokens(json));
+      expect(requestBound('openai', '/v1/chat/completions', 'gpt-4o', json, 0, 'bytes').tokens).toBe(bytes);
+    }
+  });
 });

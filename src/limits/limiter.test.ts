@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KeyRecord } from '../store/types.js';
-import { KeyLimiter } from './limiter.js';
+import { requestBound } from './bound.js';
+import { KeyLimiter, type Hold } from './limiter.js';
 import { createRedisCounters } from './redis-counters.js';
 
 const key = (over: Partial<KeyRecord> = {}): KeyRecord => ({
@@ -94,5 +95,37 @@ describe('KeyLimiter', () => {
     await b.sync();
     await a.sync();
     expect(a.check(k, 'openai', 'm', 'POST')?.code).toBe('proxy_rate_limited');
+  });
+
+  it('counts a long prompt in bytes far from a limit and in tokens near it, so a near-full budget still fits', async () => {
+    const l = limiter();
+    const text = 'The relay forwards every request unchanged. '.repeat(200); // ~8,800 bytes, ~1,600 tokens
+    const json = { model: 'gpt-4o', messages: [{ role: 'user', content: text }], max_tokens: 10 };
+    const info = {
+      provider: 'openai' as const,
+      path: '/v1/chat/completions',
+      model: 'gpt-4o',
+      stream: false,
+      end_user: null,
+      json,
+    };
+    const exact = requestBound('openai', info.path, 'gpt-4o', json, 4096, 'tokens');
+    const bytes = requestBound('openai', info.path, 'gpt-4o', json, 4096, 'bytes');
+    expect(bytes.tokens).toBeGreaterThan(4 * exact.tokens);
+    // Far from the budget: the byte count is reserved (once the period's spend is loaded; until then the
+    // room is unknown and the tokenizer counts).
+    const roomy = key({ budget_usd: 100, budget_period: 'day', budget_mode: 'hard' });
+    l.settle((await l.admit(roomy, 'openai', info, 'POST')) as Hold, null);
+    const far = (await l.admit(roomy, 'openai', info, 'POST')) as Hold;
+    expect(far.nanos).toBe(bytes.nanos);
+    // A budget that holds the exact bound but not the byte count: admitted on the tokenizer's count.
+    const tight = key({ budget_usd: (exact.nanos! * 1.5) / 1e9, budget_period: 'day', budget_mode: 'hard' });
+    const near = (await l.admit(tight, 'openai', info, 'POST')) as Hold;
+    expect(near).not.toBeInstanceOf(Error);
+    expect(near.nanos).toBe(exact.nanos);
+    // Tokens per minute likewise.
+    const tpm = key({ rate_limit_tpm: Math.ceil(exact.tokens * 1.5) });
+    const t = (await l.admit(tpm, 'openai', info, 'POST')) as Hold;
+    expect(t.tokens).toBe(exact.tokens);
   });
 });

@@ -18,55 +18,28 @@ import type { Provider, RequestLogRow } from '../types.js';
 import type { KeyRecord, LogStore } from '../store/types.js';
 import type { RequestInfo } from '../usage/types.js';
 import { isRequestAllowed } from './access.js';
-import { isRpmExempt, requestBound, requestClass, type RequestBound } from './bound.js';
+import { fittedBound, isRpmExempt, requestClass } from './bound.js';
+import { LeaseBook, type Lease } from './leases.js';
+import type { Admission, Hold, Limits } from './types.js';
 import { MINUTE_MS, secondsUntil } from './periods.js';
+import {
+  budgetRefusal,
+  budgetWait,
+  concurrencyRefusal,
+  forbidden,
+  rateRefusal,
+  unpricedRefusal,
+} from './refusals.js';
 import { RateCounters } from './rate.js';
-import type { SharedCounters } from './redis-counters.js';
+import { syncCounters, type SharedCounters } from './redis-counters.js';
 import type { SharedHolds } from './redis-holds.js';
 import { SpendLedger, toNanos, type SpendState } from './spend.js';
 
-/** What an admitted request holds until it is settled. */
-export interface Hold {
-  readonly id: string;
-  readonly keyId: string;
-  /** Tokens counted against the tokens-per-minute limit at admission, and the window they went into. */
-  tokens: number;
-  window: number;
-  tpm: boolean;
-  /** Hard budget: nanodollars reserved, and the period they were reserved in. */
-  nanos: number;
-  spend: SpendState | null;
-  /** Holds an in-flight slot (in this instance's count, or in Redis when shared). */
-  slot: boolean;
-  /** Taken in Redis (reservation and slot): released there by settle. */
-  shared: boolean;
-  settled: boolean;
-}
+export type { Admission, Hold, Limits } from './types.js';
 
-/** A refusal, a hold to settle when the request ends, or null (nothing held). */
-export type Admission = ProxyError | Hold | null;
-
-export interface Limits {
-  /** The refusal for this request, or null to let it through (and count it against the rate limit). */
-  check(key: KeyRecord, provider: Provider, model: string | null, method?: string): ProxyError | null;
-  /**
-   * Admission of a request whose body is parsed: every limit, and the holds it takes. Synchronous unless
-   * a hold must go through Redis or wait for the key's spend to load.
-   */
-  admit(
-    key: KeyRecord,
-    provider: Provider,
-    info: RequestInfo,
-    method: string,
-  ): Admission | Promise<Admission>;
-  /**
-   * A request's end, any ending: releases its hold (null: none) and counts its row's cost and tokens. A
-   * null row releases the hold at no cost (a request that never went upstream and has no row).
-   */
-  settle(hold: Hold | null, row: RequestLogRow | null): void;
-  /** A finished request's log row without a hold: its cost counts against the key's budget. */
-  record(row: RequestLogRow): void;
-}
+/** What a hard budget has left for new reservations here (0 while the period's spend is not loaded). */
+const budgetRoom = (s: SpendState, budgetUsd: number) =>
+  s.status === 'loaded' ? toNanos(budgetUsd) - s.total - s.reserved : 0;
 
 export interface LimiterOptions {
   spendSince: LogStore['spendSince'];
@@ -90,10 +63,7 @@ export const DEFAULT_HOLD_TTL_MS = 60_000;
 /** Hold ids: unique per instance by a random prefix, cheaper than a UUID per request. */
 const HOLD_PREFIX = `${randomBytes(6).toString('base64url')}.`;
 let holdSeq = 0;
-/** Retry-after for a refusal that ends when requests in flight end, not with a window or a period. */
-const IN_FLIGHT_RETRY_S = 1;
 const SWEEP_MS = 30_000;
-const MAX_SHOWN_MODEL = 100;
 
 export class KeyLimiter implements Limits {
   private readonly rate: RateCounters;
@@ -101,6 +71,7 @@ export class KeyLimiter implements Limits {
   private readonly spend: SpendLedger;
   private readonly shared: SharedCounters | null;
   private readonly holds: SharedHolds | null;
+  private readonly leases: LeaseBook | null;
   private readonly defaultOutputTokens: number;
   private readonly unpriced: 'refuse' | 'allow';
   private readonly holdTtlMs: number;
@@ -125,6 +96,11 @@ export class KeyLimiter implements Limits {
     this.defaultOutputTokens = opts.defaultOutputTokens ?? DEFAULT_OUTPUT_TOKENS;
     this.unpriced = opts.unpriced ?? 'refuse';
     this.holdTtlMs = opts.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
+    this.leases = this.holds
+      ? new LeaseBook(this.holds, `${HOLD_PREFIX}lease.`, this.holdTtlMs, this.now, (err, lease) =>
+          this.leaseFailed(err, lease),
+        )
+      : null;
     this.rate = new RateCounters(this.shared !== null);
     this.tpm = new RateCounters(this.shared !== null);
     this.spend = new SpendLedger(opts.spendSince, (err) =>
@@ -153,11 +129,7 @@ export class KeyLimiter implements Limits {
     if (key.rate_limit_rpm != null && (key.rate_limit_scope === 'all' || !isRpmExempt(method ?? 'GET', ''))) {
       const wait = this.rate.admit(key.id, key.rate_limit_rpm, now);
       if (wait !== null) {
-        return new ProxyError(
-          'proxy_rate_limited',
-          `Limit: ${key.rate_limit_rpm} requests per minute.`,
-          wait,
-        );
+        return rateRefusal(`${key.rate_limit_rpm} requests`, wait);
       }
     }
     return null;
@@ -201,8 +173,14 @@ export class KeyLimiter implements Limits {
           return budgetRefusal(key, period, secondsUntil(spend.end, now));
       }
     }
-    const bound: RequestBound | null =
-      cls === 'tokens' ? requestBound(provider, path, info.model, info.json, this.defaultOutputTokens) : null;
+    // Against the room the key's limits have left: the prompt in bytes where that is small beside it.
+    const bound =
+      cls !== 'tokens'
+        ? null
+        : fittedBound(provider, info, this.defaultOutputTokens, {
+            tokens: key.rate_limit_tpm == null ? null : () => this.tpm.room(key.id, key.rate_limit_tpm!, now),
+            nanos: !hard ? null : () => budgetRoom(spend!, key.budget_usd!),
+          });
     let nanos = 0;
     if (hard && cls !== 'free') {
       if (bound?.nanos == null) {
@@ -215,8 +193,7 @@ export class KeyLimiter implements Limits {
       // An unpriced call's tokens are only known at its end: it is refused only when the window is full.
       const amount = bound?.tokens ?? 0;
       const wait = this.tpm.admit(key.id, key.rate_limit_tpm, now, amount, true);
-      if (wait !== null)
-        return new ProxyError('proxy_rate_limited', `Limit: ${key.rate_limit_tpm} tokens per minute.`, wait);
+      if (wait !== null) return rateRefusal(`${key.rate_limit_tpm} tokens`, wait);
       tokens = amount;
     }
     let counted = false;
@@ -224,11 +201,7 @@ export class KeyLimiter implements Limits {
       const wait = this.rate.admit(key.id, key.rate_limit_rpm, now);
       if (wait !== null) {
         this.tpm.adjust(key.id, window, -tokens, now);
-        return new ProxyError(
-          'proxy_rate_limited',
-          `Limit: ${key.rate_limit_rpm} requests per minute.`,
-          wait,
-        );
+        return rateRefusal(`${key.rate_limit_rpm} requests`, wait);
       }
       counted = true;
     }
@@ -246,6 +219,8 @@ export class KeyLimiter implements Limits {
       spend: reserve ? spend : null,
       slot,
       shared: false,
+      lease: null,
+      leased: 0,
       settled: false,
     };
     if (!slot && !reserve) return hold;
@@ -253,7 +228,17 @@ export class KeyLimiter implements Limits {
       if (tokens > 0) this.tpm.adjust(key.id, window, -tokens, now);
       if (counted) this.rate.adjust(key.id, window, -1, now);
     };
-    if (this.holds && !this.holdsFailing) return this.admitShared(key, hold, undo);
+    if (this.holds && !this.holdsFailing) {
+      if (reserve && !slot && spend!.status === 'loaded') {
+        const taken = this.leases!.take(key.id, spend!, toNanos(key.budget_usd!), nanos);
+        if (taken) {
+          hold.lease = taken.lease;
+          hold.leased = taken.part;
+          if (taken.part === nanos) return hold;
+        }
+      }
+      return this.admitShared(key, hold, undo);
+    }
     if (reserve && hold.spend!.status !== 'loaded') {
       return this.spend.loaded(hold.spend!).then(() => this.admitLocal(key, hold, undo));
     }
@@ -292,7 +277,7 @@ export class KeyLimiter implements Limits {
           keyId: key.id,
           holdId: hold.id,
           budget,
-          amount: hold.nanos,
+          amount: hold.nanos - hold.leased,
           period: s?.period ?? 'month',
           start: s?.start ?? 0,
           end: s?.end ?? 0,
@@ -304,6 +289,7 @@ export class KeyLimiter implements Limits {
       );
       if (s) s.total = Math.max(s.total, reply.spent + s.pending);
       if (!reply.ok) {
+        this.returnLeased(hold);
         undo();
         if (reply.reason === 'slots') return concurrencyRefusal(key);
         return budgetRefusal(
@@ -314,6 +300,7 @@ export class KeyLimiter implements Limits {
       }
     } catch (err) {
       this.holdsFailed(err);
+      this.returnLeased(hold);
       return this.admitLocal(key, hold, undo);
     }
     hold.shared = true;
@@ -321,6 +308,26 @@ export class KeyLimiter implements Limits {
     if (!ids) this.running.set(key.id, (ids = new Set()));
     ids.add(hold.id);
     return hold;
+  }
+
+  /** Gives back the part of a hold's reservation taken from its lease (refused, or going local). */
+  private returnLeased(hold: Hold): void {
+    if (hold.lease === null) return;
+    this.leases!.settle(hold.lease, hold.leased, 0);
+    if (hold.lease.dead) hold.lease.spend.reserved -= hold.leased;
+    hold.lease = null;
+    hold.leased = 0;
+  }
+
+  /**
+   * A lease Redis could not renew: its costs go to the ledger (pushed by the counters' sync once Redis
+   * answers), its requests in flight count as this instance's reservations, and admission goes local.
+   */
+  private leaseFailed(err: unknown, lease: Lease): void {
+    this.holdsFailed(err);
+    lease.spend.pending += lease.spent;
+    lease.spent = 0;
+    lease.spend.reserved += lease.open;
   }
 
   private holdsFailed(err: unknown): void {
@@ -337,6 +344,17 @@ export class KeyLimiter implements Limits {
       this.tpm.adjust(hold.keyId, hold.window, used - hold.tokens, now);
     }
     const cost = row?.cost_usd != null && row.cost_usd > 0 ? row.cost_usd : 0;
+    const lease = hold.lease;
+    if (lease && !hold.shared) {
+      // The cost stays in the lease (still held in Redis) until its renewal moves it into the spend.
+      this.leases!.settle(lease, hold.leased, lease.dead ? 0 : toNanos(cost));
+      if (!lease.dead) lease.spend.total += toNanos(cost);
+      else {
+        lease.spend.reserved -= hold.leased;
+        if (row) this.record(row);
+      }
+      return;
+    }
     if (!hold.shared) {
       if (hold.slot) {
         const n = (this.inflight.get(hold.keyId) ?? 1) - 1;
@@ -370,11 +388,14 @@ export class KeyLimiter implements Limits {
     ).then(
       (total) => {
         if (row) this.spend.addSettled(hold.keyId, row.created_at, cost, total);
+        // Part of the reservation was the lease's: freed only now that Redis has the cost.
+        this.returnLeased(hold);
       },
       (err: unknown) => {
         // Counted through the sync instead; the reservation in Redis lapses with its TTL.
         this.holdsFailed(err);
         if (row) this.record(row);
+        this.returnLeased(hold);
       },
     );
   }
@@ -398,39 +419,8 @@ export class KeyLimiter implements Limits {
       return;
     }
     await this.refreshHolds(now);
-    const tokens = this.tpm.collect(now);
-    if (tokens.leftovers.length > 0) await this.shared.pushRate(tokens.leftovers, 'tpm');
-    const tokenTotals = await this.shared.pushRate(tokens.current, 'tpm');
-    tokens.current.forEach((d, i) => {
-      const t = tokenTotals[i];
-      if (t) this.tpm.apply(d, t[0], t[1]);
-      else this.tpm.restore(d);
-    });
-    const { current, leftovers } = this.rate.collect(now);
-    const spent = this.spend.collect(now);
-    // Ended windows first (once a minute), so the previous-window totals read next include them.
-    if (leftovers.length > 0) await this.shared.pushRate(leftovers);
-    const [rateTotals, spendTotals] = await Promise.all([
-      this.shared.pushRate(current),
-      this.shared.pushSpend(spent, now),
-    ]);
-    let failed = false;
-    current.forEach((d, i) => {
-      const t = rateTotals[i];
-      if (t) this.rate.apply(d, t[0], t[1]);
-      else {
-        failed = true;
-        this.rate.restore(d);
-      }
-    });
-    spent.forEach((d, i) => {
-      const t = spendTotals[i];
-      if (t !== null && t !== undefined) this.spend.apply(d, t);
-      else {
-        failed = true;
-        this.spend.restore(d);
-      }
-    });
+    await this.leases?.renewAll();
+    const failed = await syncCounters(this.shared, this.rate, this.tpm, this.spend, now);
     // Reported once per outage, not every interval.
     if (failed && !this.syncFailing)
       this.onError(null, 'limit counters not synced with Redis; enforcing per instance');
@@ -457,6 +447,7 @@ export class KeyLimiter implements Limits {
   /** Stops the sync after a last round, so this instance's counts reach the shared totals. */
   async close(): Promise<void> {
     clearInterval(this.timer);
+    await this.leases?.releaseAll();
     await this.sync();
   }
 
@@ -469,44 +460,4 @@ export class KeyLimiter implements Limits {
   inFlight(keyId: string): number {
     return this.inflight.get(keyId) ?? 0;
   }
-}
-
-function budgetRefusal(key: KeyRecord, period: string, wait: number): ProxyError {
-  return new ProxyError(
-    'proxy_budget_exceeded',
-    `Budget: $${key.budget_usd} per ${period} (UTC); it resets in ${wait} s.`,
-    wait,
-  );
-}
-
-/**
- * Until the period ends when the spend alone leaves no room for this request; else the room is held by
- * requests in flight, which free it (or spend it) as they end.
- */
-function budgetWait(spent: number, amount: number, budget: number, end: number, now: number): number {
-  return spent + amount > budget ? secondsUntil(end, now) : IN_FLIGHT_RETRY_S;
-}
-
-function concurrencyRefusal(key: KeyRecord): ProxyError {
-  return new ProxyError(
-    'proxy_rate_limited',
-    `Limit: ${key.max_concurrent} requests in flight at once.`,
-    IN_FLIGHT_RETRY_S,
-  );
-}
-
-function unpricedRefusal(model: string | null, path: string): ProxyError {
-  const what = model === null ? path.slice(0, 100) : `model ${model.slice(0, MAX_SHOWN_MODEL)}`;
-  return new ProxyError(
-    'proxy_key_forbidden',
-    `This key has a hard budget and keyrelay knows no price for ${what}, so it cannot reserve its cost.`,
-  );
-}
-
-function forbidden(key: KeyRecord, provider: Provider, model: string | null): ProxyError {
-  if (key.allowed_providers && !key.allowed_providers.includes(provider)) {
-    return new ProxyError('proxy_key_forbidden', `Provider ${provider} is not allowed for this key.`);
-  }
-  const shown = model === null ? 'a request without a model' : `model ${model.slice(0, MAX_SHOWN_MODEL)}`;
-  return new ProxyError('proxy_key_forbidden', `This key does not allow ${shown}.`);
 }

@@ -59,6 +59,16 @@ export class RateCounters {
     return null;
   }
 
+  /** What `admit` would still let in now (limit minus the estimate), without counting anything. */
+  room(keyId: string, limit: number, now: number): number {
+    const s = this.states.get(keyId);
+    if (!s) return limit;
+    const window = Math.floor(now / MINUTE_MS);
+    if (s.window !== window) return limit - (s.window === window - 1 ? s.count : 0);
+    const elapsed = (now - window * MINUTE_MS) / MINUTE_MS;
+    return limit - (Math.ceil(s.prev * (1 - elapsed)) + s.count);
+  }
+
   /**
    * Corrects an admitted amount (a request's real tokens once it ended, or an admission taken back). A
    * correction for a window that has since ended is dropped when it is a refund, and counted in the current

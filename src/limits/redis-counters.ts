@@ -4,8 +4,8 @@
  * one pipeline (one round trip). The `{keyId}` hash tag keeps a key's counters in one Redis Cluster slot.
  */
 import type { Redis } from 'ioredis';
-import type { RateDelta } from './rate.js';
-import type { SpendDelta } from './spend.js';
+import type { RateCounters, RateDelta } from './rate.js';
+import type { SpendDelta, SpendLedger } from './spend.js';
 import { MINUTE_MS } from './periods.js';
 
 // KEYS: this window, the window before. ARGV: delta, ttl ms. Returns both totals.
@@ -83,4 +83,52 @@ export function createRedisCounters(client: Redis): SharedCounters {
       return replies.map(([err, v]) => (err || v === null ? null : Number(v)));
     },
   };
+}
+
+/**
+ * One sync round of the limiter's counters: pushes this instance's pending tokens, requests and spend, in
+ * that order, and adopts the totals read back. Returns whether a request or spend push failed (its deltas
+ * went back to pending, for the next round).
+ */
+export async function syncCounters(
+  shared: SharedCounters,
+  rate: RateCounters,
+  tpm: RateCounters,
+  spend: SpendLedger,
+  now: number,
+): Promise<boolean> {
+  const tokens = tpm.collect(now);
+  if (tokens.leftovers.length > 0) await shared.pushRate(tokens.leftovers, 'tpm');
+  const tokenTotals = await shared.pushRate(tokens.current, 'tpm');
+  tokens.current.forEach((d, i) => {
+    const t = tokenTotals[i];
+    if (t) tpm.apply(d, t[0], t[1]);
+    else tpm.restore(d);
+  });
+  const { current, leftovers } = rate.collect(now);
+  const spent = spend.collect(now);
+  // Ended windows first (once a minute), so the previous-window totals read next include them.
+  if (leftovers.length > 0) await shared.pushRate(leftovers);
+  const [rateTotals, spendTotals] = await Promise.all([
+    shared.pushRate(current),
+    shared.pushSpend(spent, now),
+  ]);
+  let failed = false;
+  current.forEach((d, i) => {
+    const t = rateTotals[i];
+    if (t) rate.apply(d, t[0], t[1]);
+    else {
+      failed = true;
+      rate.restore(d);
+    }
+  });
+  spent.forEach((d, i) => {
+    const t = spendTotals[i];
+    if (t !== null && t !== undefined) spend.apply(d, t);
+    else {
+      failed = true;
+      spend.restore(d);
+    }
+  });
+  return failed;
 }
