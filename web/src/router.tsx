@@ -2,7 +2,13 @@
  * A tiny History-API router: the console has eight routes, so a dependency would be more code to learn
  * than this. Location is an external store so every component reading it re-renders on navigation.
  */
-import { useSyncExternalStore, type AnchorHTMLAttributes, type MouseEvent, type ReactNode } from 'react';
+import {
+  useMemo,
+  useSyncExternalStore,
+  type AnchorHTMLAttributes,
+  type MouseEvent,
+  type ReactNode,
+} from 'react';
 
 const NAV_EVENT = 'keyrelay:navigate';
 
@@ -19,8 +25,11 @@ const snapshot = (): string => window.location.pathname + window.location.search
 
 export function useLocation(): { pathname: string; search: string; query: URLSearchParams } {
   const href = useSyncExternalStore(subscribe, snapshot);
-  const url = new URL(href, window.location.origin);
-  return { pathname: url.pathname, search: url.search, query: url.searchParams };
+  // One object per address, so effects and memos can depend on `query` itself.
+  return useMemo(() => {
+    const url = new URL(href, window.location.origin);
+    return { pathname: url.pathname, search: url.search, query: url.searchParams };
+  }, [href]);
 }
 
 export function navigate(to: string, opts: { replace?: boolean } = {}): void {

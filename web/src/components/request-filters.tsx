@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useEffectEvent, useState } from 'react';
 import type { KeyView } from '../api.js';
 import { OUTCOME_LABELS, PROVIDER_LABELS } from '../lib/format.js';
 import { navigate } from '../router.js';
@@ -68,21 +68,24 @@ function DebouncedInput({
 }) {
   const [text, setText] = useState(value);
   const [problem, setProblem] = useState<string | null>(() => validate?.(value) ?? null);
-  useEffect(() => {
-    setText(value);
-    setProblem(validate?.(value) ?? null);
-  }, [value]);
+  // The latest validate/onCommit, without re-running the effects when a parent passes new functions.
+  const showValue = useEffectEvent((v: string) => {
+    setText(v);
+    setProblem(validate?.(v) ?? null);
+  });
+  useEffect(() => showValue(value), [value]);
   const commit = (raw: string) => {
     const v = raw.trim();
     const p = validate?.(v) ?? null;
     setProblem(p);
     if (!p) onCommit(v);
   };
+  const commitLater = useEffectEvent(commit);
   useEffect(() => {
     if (text === value) return;
-    const t = setTimeout(() => commit(text), 450);
+    const t = setTimeout(() => commitLater(text), 450);
     return () => clearTimeout(t);
-  }, [text, value, onCommit]);
+  }, [text, value]);
   return (
     <>
       <input

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useEffectEvent, useRef, useState } from 'react';
 
 export interface AsyncState<T> {
   data: T | undefined;
@@ -12,10 +12,12 @@ export function useAsync<T>(fn: () => Promise<T>, deps: readonly unknown[]): Asy
   const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   const seq = useRef(0);
+  // The caller's latest fn; it runs when the caller's deps change, not when a new closure is passed.
+  const run = useEffectEvent(fn);
   useEffect(() => {
     const mine = ++seq.current;
     setState((s) => ({ data: s.data, loading: true }));
-    fn().then(
+    run().then(
       (data) => {
         if (mine === seq.current) setState({ data, loading: false });
       },
@@ -24,6 +26,8 @@ export function useAsync<T>(fn: () => Promise<T>, deps: readonly unknown[]): Asy
           setState({ error: e instanceof Error ? e : new Error(String(e)), loading: false });
       },
     );
+    // The deps are the caller's (like useEffect's own): the rule cannot see through the spread.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };

@@ -129,7 +129,7 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
 
 export function KeysPage() {
   const keys = useAsync(() => api.listKeys(), []);
-  const { query, search } = useLocation();
+  const { query } = useLocation();
   const [dialog, setDialog] = useState<Dialog>(null);
 
   // Deep links from the overview: /keys?create=1 and /keys?roll=<id>.
@@ -140,7 +140,7 @@ export function KeysPage() {
     if (target) setDialog({ kind: 'roll', key: target });
     else if (query.get('create')) setDialog({ kind: 'create' });
     if (roll || query.get('create')) navigate('/keys', { replace: true });
-  }, [keys.data, search]);
+  }, [keys.data, query]);
 
   const list = keys.data?.keys ?? [];
   return (

@@ -42,11 +42,12 @@ function toQuery(f: Filters): RequestQuery {
 export function RequestsPage() {
   const { info, revealedKey } = useSession();
   const { search, query } = useLocation();
-  const filters = useMemo(() => readFilters(query), [search]);
+  const filters = useMemo(() => readFilters(query), [query]);
   const keys = useAsync(() => api.listKeys(), []);
   const keyNames = useMemo(() => new Map((keys.data?.keys ?? []).map((k) => [k.id, k.name])), [keys.data]);
 
   const first = useAsync(() => api.listRequests(toQuery(filters)), [search]);
+  const reloadFirst = first.reload;
   const [shown, toggleColumn] = useOptionalColumns();
   const [autoRefresh, setAutoRefresh] = useState(() => localStorage.getItem(AUTO_REFRESH_KEY) === '1');
   const [extra, setExtra] = useState<RequestSummary[]>([]);
@@ -73,10 +74,10 @@ export function RequestsPage() {
   useEffect(() => {
     if (!autoRefresh || extra.length > 0) return;
     const t = setInterval(() => {
-      if (document.visibilityState === 'visible') first.reload();
+      if (document.visibilityState === 'visible') reloadFirst();
     }, AUTO_REFRESH_MS);
     return () => clearInterval(t);
-  }, [autoRefresh, extra.length, first.reload]);
+  }, [autoRefresh, extra.length, reloadFirst]);
 
   const rows = [...(first.data?.items ?? []), ...extra];
   const filtered = Object.keys(filters).length > 0;
