@@ -23,6 +23,7 @@ import { createRedisHolds } from '../src/limits/redis-holds.js';
 import type { RequestLogRow } from '../src/types.js';
 import type { KeyRecord } from '../src/store/types.js';
 import { computeCost, parseRequestInfo } from '../src/usage/index.js';
+import { keyRecord } from '../test/helpers/key-record.js';
 
 const { values } = parseArgs({
   options: {
@@ -40,25 +41,7 @@ const DOCUMENT = values.long
   : '';
 const ROUNDS = Number(values.rounds);
 
-const baseKey = (id: string): KeyRecord => ({
-  id,
-  name: id,
-  account_id: 'bench',
-  hint: 'kr_…',
-  created_at: new Date().toISOString(),
-  last_used_at: null,
-  expires_at: null,
-  revoked_at: null,
-  allowed_providers: null,
-  allowed_models: null,
-  rate_limit_rpm: null,
-  budget_usd: null,
-  budget_period: null,
-  budget_mode: 'soft',
-  rate_limit_tpm: null,
-  max_concurrent: null,
-  rate_limit_scope: 'billable',
-});
+const baseKey = (id: string): KeyRecord => keyRecord({ id, name: id, account_id: 'bench' });
 const plain = baseKey('plain');
 const limited: KeyRecord = {
   ...baseKey('limited'),

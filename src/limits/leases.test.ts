@@ -2,7 +2,6 @@
  * Budget leases against the real Redis on 127.0.0.1:6379 (every key id unique to the run): two limiters play
  * two instances. Syncs run only when a test calls them.
  */
-import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startFaultProxy } from '../../test/helpers/fault-proxy.js';
@@ -13,6 +12,7 @@ import { KeyLimiter, type Admission, type Hold } from './limiter.js';
 import { createRedisCounters } from './redis-counters.js';
 import { createRedisHolds } from './redis-holds.js';
 import { periodBounds } from './periods.js';
+import { keyRecord } from '../../test/helpers/key-record.js';
 
 const clients: Redis[] = [];
 const opened: KeyLimiter[] = [];
@@ -46,25 +46,8 @@ function instance(client: Redis, opts: Partial<ConstructorParameters<typeof KeyL
   return l;
 }
 
-const hardKey = (budgetUsd: number): KeyRecord => ({
-  id: randomUUID(),
-  name: 'k',
-  account_id: 'a',
-  hint: 'kr_…',
-  created_at: new Date().toISOString(),
-  last_used_at: null,
-  expires_at: null,
-  revoked_at: null,
-  allowed_providers: null,
-  allowed_models: null,
-  rate_limit_rpm: null,
-  budget_usd: budgetUsd,
-  budget_period: 'day',
-  budget_mode: 'hard',
-  rate_limit_tpm: null,
-  max_concurrent: null,
-  rate_limit_scope: 'billable',
-});
+const hardKey = (budgetUsd: number): KeyRecord =>
+  keyRecord({ budget_usd: budgetUsd, budget_period: 'day', budget_mode: 'hard' });
 
 // gpt-4o-mini, 1,000 output tokens at $0.60/M plus a short prompt: a reservation of a little over $0.0006.
 const info: RequestInfo = {

@@ -1,31 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { KeyRecord } from '../store/types.js';
 import { requestBound } from './bound.js';
 import { KeyLimiter, type Hold } from './limiter.js';
 import { createRedisCounters } from './redis-counters.js';
+import { keyRecord } from '../../test/helpers/key-record.js';
 
-const key = (over: Partial<KeyRecord> = {}): KeyRecord => ({
-  id: randomUUID(),
-  name: 'k',
-  account_id: 'a',
-  hint: 'kr_…',
-  created_at: new Date().toISOString(),
-  last_used_at: null,
-  expires_at: null,
-  revoked_at: null,
-  allowed_providers: null,
-  allowed_models: null,
-  rate_limit_rpm: null,
-  budget_usd: null,
-  budget_period: null,
-  budget_mode: 'soft' as const,
-  rate_limit_tpm: null,
-  max_concurrent: null,
-  rate_limit_scope: 'billable' as const,
-  ...over,
-});
+const key = keyRecord;
 
 const noSpend = () => Promise.resolve(0);
 const opened: KeyLimiter[] = [];
