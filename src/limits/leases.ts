@@ -6,9 +6,10 @@
  * at every moment Redis holds, in spend or in this lease, at least what the instance's requests have spent
  * or may still spend, and admission stays exact across instances: a lease is a reservation like any other.
  *
- * A lease asks for four times the reservations of the last interval and gets at most a quarter of the room
- * the other instances leave; a request that does not fit in its lease goes to Redis on its own (one script,
- * checked against the whole room), which is how admission works near the budget. Leases are renewed by the
+ * A lease asks for what its requests in flight hold plus four times the reservations of the last interval,
+ * and gets at most a quarter of the room the other instances leave; a request that does not fit in its lease
+ * goes to Redis on its own (one script, checked against the whole room), which is how admission works near
+ * the budget. Leases are renewed by the
  * limiter's sync (every 200 ms) and at once when a request did not fit; a key idle for one interval with
  * nothing in flight gives its lease back.
  *
@@ -136,8 +137,9 @@ export class LeaseBook {
     return lease.cap ?? lease.granted - lease.moving;
   }
 
+  /** What its requests in flight hold, and room for four times the last interval's asks (or this one's). */
   private wantOf(lease: Lease, nanos: number): number {
-    return Math.max(ASK_FACTOR * lease.demand, ASK_FACTOR * nanos, lease.open);
+    return lease.open + ASK_FACTOR * Math.max(lease.demand, nanos);
   }
 
   private forget(lease: Lease): void {
