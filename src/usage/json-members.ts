@@ -89,20 +89,22 @@ export function readTopLevelMembers(text: string, keys: readonly string[]): Reco
   let i = skipSpace(text, 0);
   if (text.charCodeAt(i) !== 0x7b) return null;
   const spans: Array<[string, number, number]> = [];
+  let backslash = text.indexOf('\\');
   i = skipSpace(text, i + 1);
   if (text.charCodeAt(i) !== 0x7d) {
     for (;;) {
       if (text.charCodeAt(i) !== 0x22) return null;
-      const keyEnd = stringEnd(text, i);
+      const keyEnd = skipString(text, i);
       if (keyEnd < 0) return null;
-      const key = text.slice(i + 1, keyEnd - 1);
-      if (key.includes('\\')) return null;
+      if (backslash !== -1 && backslash < i) backslash = text.indexOf('\\', i);
+      if (backslash !== -1 && backslash < keyEnd) return null;
+      const key = wanted(text, i + 1, keyEnd - 1, keys);
       i = skipSpace(text, keyEnd);
       if (text.charCodeAt(i) !== 0x3a) return null;
       const vStart = skipSpace(text, i + 1);
       const vEnd = skipValue(text, vStart);
       if (vEnd < 0) return null;
-      if (keys.includes(key)) spans.push([key, vStart, vEnd]);
+      if (key !== null) spans.push([key, vStart, vEnd]);
       i = skipSpace(text, vEnd);
       const c = text.charCodeAt(i);
       if (c === 0x7d) break;
@@ -118,6 +120,12 @@ export function readTopLevelMembers(text: string, keys: readonly string[]): Reco
     return null;
   }
   return out;
+}
+
+/** The one of `keys` that text[start, end) spells, or null; compared in place, no slice. */
+function wanted(text: string, start: number, end: number, keys: readonly string[]): string | null {
+  for (const key of keys) if (key.length === end - start && text.startsWith(key, start)) return key;
+  return null;
 }
 
 /** Index just past the string at `i` (a `"`), or -1: jumps quote to quote rather than byte by byte. */

@@ -159,9 +159,16 @@ function readMembers(reader: UsageReader, text: string): Reported | null {
   return { counts, model: typeof members.model === 'string' ? members.model : null, final };
 }
 
+/**
+ * Below this, JSON.parse of the whole body is as fast as reading its members (measured: 0.84 vs 1.15 µs at
+ * 400 bytes, even at ~1.5 KB; at 11 KB 5.0 vs 1.3 µs), and the tree it builds is small.
+ */
+const MEMBER_READ_MIN_CHARS = 2048;
+
 function readJson(endpoint: Endpoint, body: HeadTail, output: OutputCounter): Reported {
   const { whole: text, head, tail } = body.read();
-  const quick = text === null ? null : readMembers(endpoint.usage!, text);
+  const quick =
+    text !== null && text.length >= MEMBER_READ_MIN_CHARS ? readMembers(endpoint.usage!, text) : null;
   if (quick) return quick;
   let parsed: unknown = null;
   if (text !== null) {
