@@ -129,6 +129,13 @@ export function midResponseFailure(
   return { code: failure.error.code, message: failure.error.message };
 }
 
+/** The logged prefix of the request body; a body kept whole was already decoded for its parse. */
+function requestBodyText(body: Buffer, bodyLogBytes: number, decoded: string | undefined): string {
+  return decoded !== undefined && body.length <= bodyLogBytes
+    ? decoded
+    : body.subarray(0, bodyLogBytes).toString('utf8');
+}
+
 /** What building a row needs beyond the exchange: settings, the credential fingerprint, the price. */
 export interface RowSettings {
   config: Readonly<Pick<Config, 'bodyLogBytes' | 'trustProxy'>>;
@@ -188,7 +195,7 @@ export function toLogRow(
     response_bytes: ex.responseBytes,
     request_headers: redactHeaders(req.headers),
     response_headers: redactHeaders(ex.responseHeaders),
-    request_body: reqBody ? reqBody.subarray(0, bodyLogBytes).toString('utf8') : null,
+    request_body: reqBody ? requestBodyText(reqBody, bodyLogBytes, ex.info?.text) : null,
     response_body: keepBodies ? ex.responseBody.text : null,
     request_body_truncated: reqBody !== null && reqBody.length > bodyLogBytes,
     response_body_truncated: keepBodies && ex.responseBody.truncated,

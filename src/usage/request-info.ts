@@ -34,9 +34,11 @@ export function parseRequestInfo(
   contentType: string | undefined,
 ): RequestInfo {
   let json: unknown = null;
+  let text: string | undefined;
   if (shouldParse(contentType, body)) {
+    text = body.toString('utf8');
     try {
-      json = JSON.parse(body.toString('utf8')) as unknown;
+      json = JSON.parse(text) as unknown;
     } catch {
       json = null; // a bad body is upstream's to reject; we just learn nothing from it
     }
@@ -53,6 +55,7 @@ export function parseRequestInfo(
     stream: obj ? obj.stream === true : false,
     end_user: endUser,
     json,
+    text,
   };
 }
 
