@@ -7,6 +7,8 @@ import type { RequestInfo } from './types.js';
 
 /** Bodies larger than this are not parsed: a prompt is never this big, an upload might be. */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
+/** KEYRELAY_BODY_LOG_BYTES' default: a body up to this is logged whole (as configured by default). */
+const KEEP_TEXT_MAX_BYTES = 64 * 1024;
 
 /**
  * JSON by content-type, or a body that looks like a JSON object under a type that is not JSON (curl's
@@ -55,7 +57,8 @@ export function parseRequestInfo(
     stream: obj ? obj.stream === true : false,
     end_user: endUser,
     json,
-    text,
+    // Held for the request's life only where the log would decode it again (up to the default log limit).
+    text: text !== undefined && body.length <= KEEP_TEXT_MAX_BYTES ? text : undefined,
   };
 }
 
