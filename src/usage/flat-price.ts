@@ -1,10 +1,11 @@
 /**
- * The library's price arithmetic, done directly for models with one price entry (flat or tiered by input
- * tokens; not dated or time-of-day prices): the same operations in the same order as @pydantic/genai-prices 0.1.x, so the same
- * number to the last bit. `calcPrice` costs ~50 µs a call (it copies the provider entry and re-validates the
- * price keys on every call); this is well under 1 µs. Anything it does not cover (an unknown price key, a
- * usage the library would refuse) answers `undefined`, and the caller asks the library. cost.test.ts proves
- * both agree across every OpenAI and Anthropic model of the bundled table.
+ * The library's price arithmetic, done directly for models with one price entry (flat, or tiered by input
+ * tokens; not dated or time-of-day prices): the same operations in the same order as
+ * @pydantic/genai-prices 0.1.8, so the same number to the last bit. `calcPrice` copies the provider entry
+ * and re-validates the price keys on every call (7.6 µs a call in a warm loop); this is ~0.3 µs. Anything
+ * it does not cover (an unknown price key, a usage the library would refuse) answers `undefined`, and the
+ * caller asks the library. flat-price.test.ts compares both across every OpenAI and Anthropic model of the
+ * bundled table: a library upgrade that changes its arithmetic fails it.
  */
 import type { ModelInfo } from '@pydantic/genai-prices';
 
