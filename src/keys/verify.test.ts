@@ -85,6 +85,33 @@ describe('KeyVerifier', () => {
     expect(r.key?.id).toBe('k1');
   });
 
+  it('evicts by the hash an event names, a cached refusal included, and on flush_all', async () => {
+    const k = generateKey();
+    const other = generateKey();
+    const keys = new Map<string, KeyRecord>([[hashKey(other), record({ id: 'k2' })]]);
+    const bus = new LocalKeyEventBus();
+    const store = storeWith(keys);
+    const v = new KeyVerifier(store, 60_000, bus);
+    // Not yet created: the refusal is cached…
+    expect(refusal(await v.check(k))?.code).toBe('proxy_key_invalid');
+    expect(refusal(await v.check(other))).toBeNull();
+    keys.set(hashKey(k), record());
+    // …until the event naming its hash (the record's id is not in the cache to match by).
+    await bus.publish({ type: 'key_changed', key_id: 'k1', hash: hashKey(k) });
+    expect(refusal(await v.check(k))).toBeNull();
+    keys.set(hashKey(k), record({ revoked_at: new Date().toISOString() }));
+    await bus.publish({ type: 'key_changed', key_id: 'unrelated', hash: hashKey(k) });
+    expect(refusal(await v.check(k))?.code).toBe('proxy_key_revoked');
+    // The other key's entry stayed: no lookup for it until flush_all.
+    const before = store.lookups;
+    expect(refusal(await v.check(other))).toBeNull();
+    expect(store.lookups).toBe(before);
+    keys.set(hashKey(other), record({ id: 'k2', revoked_at: new Date().toISOString() }));
+    await bus.publish({ type: 'flush_all' });
+    expect(refusal(await v.check(other))?.code).toBe('proxy_key_revoked');
+    expect(v.size).toBe(1);
+  });
+
   it('refuses an expired key once expires_at passes, without a new lookup', async () => {
     const k = generateKey();
     let now = Date.parse('2026-01-01T00:00:00Z');

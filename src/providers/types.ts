@@ -57,6 +57,8 @@ export interface UsageReader {
    * whole object, for what sits beside `usage` (a transcription's `duration`).
    */
   json(usage: unknown, body?: Record<string, unknown>): { counts: TokenCounts | null; final: boolean };
+  /** The members of `body` that `json` reads besides `usage` (a body is read by these members alone). */
+  bodyMembers?: readonly string[];
   sse(output: OutputCounter): SseEventReader;
   /** False where the call generates no text (embeddings): an estimate then counts no output. */
   generatesOutput: boolean;

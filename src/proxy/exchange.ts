@@ -31,16 +31,22 @@ export interface Exchange {
   errorMessage: string | null;
   ttfbMs: number | null;
   responseBytes: number;
-  responseHeaders: Record<string, string | string[]>;
+  responseHeaders: Readonly<Record<string, string | string[]>>;
   usage: Usage | null;
   /** Set where the cost is not the usage's (batch results: the batch's total, once): wins over pricing. */
   priced?: { cost_usd: number | null; price_source: string | null } | null;
-  responseBody: { text: string | null; truncated: boolean };
+  responseBody: Readonly<{ text: string | null; truncated: boolean }>;
   /** Its row was built (or building it began): an exchange is recorded once, even if recording fails. */
   finished: boolean;
   /** What the key's limits hold for this request (issue #13): settled with its row, whatever its ending. */
   hold: Hold | null;
+  /** The handler's promise, in the shutdown's `active` set until the row is queued. */
+  running: Promise<void> | null;
 }
+
+// Replaced, never changed in place: shared by every exchange that has no response (yet).
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+const NO_BODY = Object.freeze({ text: null, truncated: false });
 
 /** `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one). */
 export function newExchange(id: string, startedAt: number, socketAddress?: string): Exchange {
@@ -61,11 +67,12 @@ export function newExchange(id: string, startedAt: number, socketAddress?: strin
     errorMessage: null,
     ttfbMs: null,
     responseBytes: 0,
-    responseHeaders: {},
+    responseHeaders: NO_HEADERS,
     usage: null,
-    responseBody: { text: null, truncated: false },
+    responseBody: NO_BODY,
     finished: false,
     hold: null,
+    running: null,
   };
 }
 
@@ -86,7 +93,8 @@ function header(req: IncomingMessage, name: string): string | null {
 
 function properties(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
+  for (const name of Object.keys(req.headers)) {
+    const value = req.headers[name];
     if (name.startsWith('proxy-property-') && typeof value === 'string') {
       out[name.slice('proxy-property-'.length).slice(0, 64)] = value.slice(0, 256);
     }
@@ -119,6 +127,13 @@ export function midResponseFailure(
       message: 'The provider closed the connection mid-response; the caller got an incomplete response.',
     };
   return { code: failure.error.code, message: failure.error.message };
+}
+
+/** The logged prefix of the request body; a body kept whole was already decoded for its parse. */
+function requestBodyText(body: Buffer, bodyLogBytes: number, decoded: string | undefined): string {
+  return decoded !== undefined && body.length <= bodyLogBytes
+    ? decoded
+    : body.subarray(0, bodyLogBytes).toString('utf8');
 }
 
 /** What building a row needs beyond the exchange: settings, the credential fingerprint, the price. */
@@ -180,7 +195,7 @@ export function toLogRow(
     response_bytes: ex.responseBytes,
     request_headers: redactHeaders(req.headers),
     response_headers: redactHeaders(ex.responseHeaders),
-    request_body: reqBody ? reqBody.subarray(0, bodyLogBytes).toString('utf8') : null,
+    request_body: reqBody ? requestBodyText(reqBody, bodyLogBytes, ex.info?.text) : null,
     response_body: keepBodies ? ex.responseBody.text : null,
     request_body_truncated: reqBody !== null && reqBody.length > bodyLogBytes,
     response_body_truncated: keepBodies && ex.responseBody.truncated,

@@ -27,18 +27,33 @@ export function createProxyHandler(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const ex = newExchange(newId(), performance.now(), req.socket.remoteAddress);
-    const done = handle(s, shutdown, ex, req, res)
-      .catch((err: unknown) => {
-        try {
-          failInternally(s, ex, req, res, err);
-        } catch (again) {
-          s.log.error({ err: again, reqId: ex.id }, 'proxy failure handling failed');
-          res.destroy();
-        }
-      })
-      .finally(() => shutdown.active.delete(done));
+    const done = run(s, shutdown, ex, req, res);
+    ex.running = done;
     shutdown.active.add(done);
   };
+}
+
+/** One exchange, its unexpected failures included; one promise and no closures a request. */
+async function run(
+  s: ProxyServices,
+  shutdown: Shutdown,
+  ex: Exchange,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  try {
+    await handle(s, shutdown, ex, req, res);
+  } catch (err) {
+    try {
+      failInternally(s, ex, req, res, err);
+    } catch (again) {
+      s.log.error({ err: again, reqId: ex.id }, 'proxy failure handling failed');
+      res.destroy();
+    }
+  } finally {
+    // Never before the caller has stored `running`: the `await` above yields at least once.
+    if (ex.running) shutdown.active.delete(ex.running);
+  }
 }
 
 async function handle(

@@ -33,12 +33,16 @@ const RESPONSE_DROP = new Set(['set-cookie', 'alt-svc']);
 /** Headers that may appear at most once; a second copy is ambiguous about who is calling and is refused. */
 const SINGLETONS = ['proxy-api-key', 'authorization', 'x-api-key', 'host'] as const;
 
-function connectionTokens(value: string | string[] | undefined): Set<string> {
-  const out = new Set<string>();
-  for (const v of Array.isArray(value) ? value : value ? [value] : []) {
+const NO_TOKENS: readonly string[] = [];
+
+/** The header names a Connection header lists (usually none or one: `keep-alive`, `close`). */
+function connectionTokens(value: string | string[] | undefined): readonly string[] {
+  if (value === undefined || value === '') return NO_TOKENS;
+  const out: string[] = [];
+  for (const v of Array.isArray(value) ? value : [value]) {
     for (const t of v.split(',')) {
       const n = t.trim().toLowerCase();
-      if (n) out.add(n);
+      if (n && !out.includes(n)) out.push(n);
     }
   }
   return out;
@@ -73,7 +77,7 @@ export function forwardRequestHeaders(
       // Same meaning to anyone who maps `_` to `-` (CGI, some proxies): never forwarded either.
       lower.startsWith('proxy_') ||
       lower.startsWith('x-forwarded-') ||
-      named.has(lower)
+      named.includes(lower)
     ) {
       continue;
     }
@@ -86,8 +90,10 @@ export function forwardRequestHeaders(
 export function filterResponseHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const named = connectionTokens(headers.connection);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || RESPONSE_DROP.has(name) || named.has(name)) continue;
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || RESPONSE_DROP.has(name) || named.includes(name))
+      continue;
     out[name] = value;
   }
   return out;
@@ -98,7 +104,8 @@ export function redactHeaders(
   headers: IncomingHttpHeaders | Record<string, string | string[]>,
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
     if (value === undefined) continue;
     out[name] = isSecretName(name) ? REDACTED : redactValue(Array.isArray(value) ? value.join(', ') : value);
   }

@@ -12,8 +12,21 @@ export const REDACTED = '[redacted]';
 const SECRET_NAME =
   /(?:^|[-_.])(?:auth|authorization|authentication|apikey|key|token|secret|password|passwd|pwd|credentials?|bearer|cookie|signature|sig|private|accesskey|privatekey|secretkey|authtoken)(?:$|[-_.])/i;
 
+/**
+ * Header names repeat from request to request: the answer is kept per name. Bounded (names are the
+ * caller's to choose): cleared when full.
+ */
+const secretNames = new Map<string, boolean>();
+const SECRET_NAMES_MAX = 1024;
+
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name);
+  let secret = secretNames.get(name);
+  if (secret === undefined) {
+    secret = SECRET_NAME.test(name);
+    if (secretNames.size >= SECRET_NAMES_MAX) secretNames.clear();
+    secretNames.set(name, secret);
+  }
+  return secret;
 }
 
 /** Credential shapes, found anywhere inside a value: one pass (this runs for every header of every row). */
@@ -40,16 +53,28 @@ const LONG_RUN = /[A-Za-z0-9+/=_-]{32,}/g;
  * Bits per character, from the run's own symbol counts. Hex (ids, trace ids, digests) stays at or below 4;
  * hex with dashes (UUIDs) just above; random base62/base64 of 32+ characters is ~4.5–5.5.
  */
-function entropy(s: string): number {
-  const counts = new Map<string, number>();
-  for (const ch of s) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+export function entropy(s: string): number {
+  // LONG_RUN's runs are ASCII: counted in a reused table, summed in order of first appearance (the order
+  // a Map would keep, so the same sum to the last bit).
+  let distinct = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const seen = counts[c]!;
+    if (seen === 0) order[distinct++] = c;
+    counts[c] = seen + 1;
+  }
   let bits = 0;
-  for (const n of counts.values()) {
-    const p = n / s.length;
+  for (let k = 0; k < distinct; k++) {
+    const c = order[k]!;
+    const p = counts[c]! / s.length;
+    counts[c] = 0;
     bits -= p * Math.log2(p);
   }
   return bits;
 }
+
+const counts = new Uint32Array(128);
+const order = new Uint8Array(128);
 
 const HIGH_ENTROPY = 4.3;
 

@@ -24,7 +24,8 @@ export class BodyPrefix {
 
   text(): { text: string; truncated: boolean } {
     // StringDecoder.write holds back a multibyte character cut by the limit instead of mangling it.
-    const text = new StringDecoder('utf8').write(Buffer.concat(this.parts, this.kept));
+    const kept = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.kept);
+    const text = new StringDecoder('utf8').write(kept);
     return { text, truncated: this.total > this.kept };
   }
 }
@@ -67,8 +68,11 @@ export class HeadTail {
 
   /** Whole text, or null with head/tail texts when it overflowed. */
   read(): { whole: string | null; head: string; tail: string } {
-    if (!this.overflow)
-      return { whole: Buffer.concat(this.parts, this.size).toString('utf8'), head: '', tail: '' };
+    if (!this.overflow) {
+      // One chunk (most bodies): decoded where it lies, not copied first.
+      const whole = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.size);
+      return { whole: whole.toString('utf8'), head: '', tail: '' };
+    }
     return { whole: null, head: this.head.toString('utf8'), tail: Buffer.concat(this.tail).toString('utf8') };
   }
 }

@@ -6,6 +6,7 @@ import type * as GenaiPrices from '@pydantic/genai-prices';
 import type { Provider as PriceProvider } from '@pydantic/genai-prices';
 import type { Provider } from '../types.js';
 import { PROVIDERS } from '../providers/index.js';
+import { flatPlan, flatPrice, type FlatPlan } from './flat-price.js';
 import type { Usage } from './types.js';
 
 const require = createRequire(import.meta.url);
@@ -32,22 +33,37 @@ export const PRICE_SOURCE = `genai-prices@${readLibraryVersion()}`;
 /**
  * Per (provider, model): the library's provider entry cut down to the one matching model, or null when it
  * knows no such model. Pricing against the cut-down entry skips matching over every model (half the cost
- * of a call); the price data and arithmetic stay the library's. Bounded: cleared when full.
+ * of a call); the price data stays the library's. A flat-priced model also gets a plan to price it
+ * without the library's per-call copying and validation (flat-price.ts, the same arithmetic). Bounded:
+ * cleared when full.
  */
-const matches = new Map<string, PriceProvider | null>();
+const matches = new Map<string, { provider: PriceProvider; plan: FlatPlan | null } | null>();
 const MATCHES_MAX = 1000;
 
-function findPriceProvider(provider: Provider, model: string): PriceProvider | null {
+function findPrice(
+  provider: Provider,
+  model: string,
+): { provider: PriceProvider; plan: FlatPlan | null } | null {
   const key = `${provider}\u0000${model}`;
   const cached = matches.get(key);
   if (cached !== undefined) return cached;
   const probe = calcPrice({ input_tokens: 0, output_tokens: 0 }, model, {
     providerId: PROVIDERS[provider].priceProviderId,
   });
-  const found = probe ? { ...probe.provider, models: [probe.model] } : null;
+  const found = probe
+    ? {
+        provider: { ...probe.provider, models: [probe.model] },
+        // Groq's whisper models get the library's own duration rule; ours are OpenAI's and Anthropic's.
+        plan: probe.provider.id === 'groq' ? null : flatPlan(probe.model),
+      }
+    : null;
   if (matches.size >= MATCHES_MAX) matches.clear();
   matches.set(key, found);
   return found;
+}
+
+function findPriceProvider(provider: Provider, model: string): PriceProvider | null {
+  return findPrice(provider, model)?.provider ?? null;
 }
 
 /** How a cost was not found, as the row's price_source says it: shown as "unpriced", never as $0. */
@@ -84,13 +100,16 @@ export function computeCost(
   if (image > usage.input_tokens) return unpriced('inconsistent token counts');
   if (image > 0) priced.input_image_tokens = image;
   try {
-    const priceProvider = findPriceProvider(provider, model);
-    if (!priceProvider) return unpriced(`${PRICE_SOURCE} has no price for ${model}`);
+    const found = findPrice(provider, model);
+    if (!found) return unpriced(`${PRICE_SOURCE} has no price for ${model}`);
+    const priceProvider = found.provider;
     // Audio or image tokens priced at the text rate would be wrong by ~10x: without their price, no cost.
     if (audio && !hasPrices(priceProvider, audio))
       return unpriced(`${PRICE_SOURCE} has no audio price for ${model}`);
     if (image > 0 && !hasPrices(priceProvider, { input_image_tokens: image }))
       return unpriced(`${PRICE_SOURCE} has no image price for ${model}`);
+    const flat = found.plan ? flatPrice(found.plan, priced) : undefined;
+    if (flat !== undefined) return { cost_usd: flat, price_source: PRICE_SOURCE };
     const result = calcPrice(priced, model, { provider: priceProvider });
     return result
       ? { cost_usd: result.total_price, price_source: PRICE_SOURCE }

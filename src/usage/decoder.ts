@@ -259,8 +259,14 @@ function createIdentityDecoder(): BodyDecoder {
   };
 }
 
+/** The usual case (no content-encoding), answered without splitting the header. */
+function isIdentity(contentEncoding: string | undefined): boolean {
+  return contentEncoding === undefined || contentEncoding === '' || contentEncoding === 'identity';
+}
+
 /** null when the encoding is unknown (e.g. `compress`): the body cannot be read. */
 export function createBodyDecoder(contentEncoding: string | undefined): BodyDecoder | null {
+  if (isIdentity(contentEncoding)) return createIdentityDecoder();
   const codings = (contentEncoding ?? '')
     .split(',')
     .map((c) => c.trim().toLowerCase())
@@ -284,6 +290,7 @@ export function createBodyDecoder(contentEncoding: string | undefined): BodyDeco
 
 /** Whether a content-encoding is one the decoders above undo (not identity). */
 export function isCompressed(contentEncoding: string | undefined): boolean {
+  if (isIdentity(contentEncoding)) return false;
   return (contentEncoding ?? '').split(',').some((c) => !['', 'identity'].includes(c.trim().toLowerCase()));
 }
 

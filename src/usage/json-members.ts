@@ -78,3 +78,86 @@ export function removeMember(text: string, span: MemberSpan): string {
   if (text.charCodeAt(after) === 0x2c) after = skipSpace(text, after + 1);
   return text.slice(0, span.keyStart) + text.slice(after);
 }
+
+/**
+ * The values of the named top-level members of the JSON object `text` (the last of a repeated key, as
+ * JSON.parse keeps it), each parsed alone; absent members are left out. Null when the text is not one
+ * object from end to end, a key is escaped (it might spell a wanted name), or a wanted value does not
+ * parse: the caller then parses the whole text. Other members' values are skipped over, not validated.
+ */
+export function readTopLevelMembers(text: string, keys: readonly string[]): Record<string, unknown> | null {
+  let i = skipSpace(text, 0);
+  if (text.charCodeAt(i) !== 0x7b) return null;
+  const spans: Array<[string, number, number]> = [];
+  let backslash = text.indexOf('\\');
+  i = skipSpace(text, i + 1);
+  if (text.charCodeAt(i) !== 0x7d) {
+    for (;;) {
+      if (text.charCodeAt(i) !== 0x22) return null;
+      const keyEnd = skipString(text, i);
+      if (keyEnd < 0) return null;
+      if (backslash !== -1 && backslash < i) backslash = text.indexOf('\\', i);
+      if (backslash !== -1 && backslash < keyEnd) return null;
+      const key = wanted(text, i + 1, keyEnd - 1, keys);
+      i = skipSpace(text, keyEnd);
+      if (text.charCodeAt(i) !== 0x3a) return null;
+      const vStart = skipSpace(text, i + 1);
+      const vEnd = skipValue(text, vStart);
+      if (vEnd < 0) return null;
+      if (key !== null) spans.push([key, vStart, vEnd]);
+      i = skipSpace(text, vEnd);
+      const c = text.charCodeAt(i);
+      if (c === 0x7d) break;
+      if (c !== 0x2c) return null;
+      i = skipSpace(text, i + 1);
+    }
+  }
+  if (skipSpace(text, i + 1) !== text.length) return null;
+  const out: Record<string, unknown> = {};
+  try {
+    for (const [key, start, end] of spans) out[key] = JSON.parse(text.slice(start, end)) as unknown;
+  } catch {
+    return null;
+  }
+  return out;
+}
+
+/** The one of `keys` that text[start, end) spells, or null; compared in place, no slice. */
+function wanted(text: string, start: number, end: number, keys: readonly string[]): string | null {
+  for (const key of keys) if (key.length === end - start && text.startsWith(key, start)) return key;
+  return null;
+}
+
+/** Index just past the string at `i` (a `"`), or -1: jumps quote to quote rather than byte by byte. */
+function skipString(text: string, i: number): number {
+  for (let from = i + 1; ;) {
+    const q = text.indexOf('"', from);
+    if (q < 0) return -1;
+    let b = q - 1;
+    while (text.charCodeAt(b) === 0x5c) b--;
+    if ((q - 1 - b) % 2 === 0) return q + 1; // an even run of backslashes: the quote is not escaped
+    from = q + 1;
+  }
+}
+
+const STRUCTURE = /["[\]{}]/g;
+
+/** Index just past the value at `i`, jumping from one bracket or quote to the next; -1 if malformed. */
+function skipValue(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c === 0x22) return skipString(text, i);
+  if (c !== 0x7b && c !== 0x5b) return valueEnd(text, i);
+  let depth = 0;
+  STRUCTURE.lastIndex = i;
+  for (let m = STRUCTURE.exec(text); m; m = STRUCTURE.exec(text)) {
+    const at = m.index;
+    const d = text.charCodeAt(at);
+    if (d === 0x22) {
+      const end = skipString(text, at);
+      if (end < 0) return -1;
+      STRUCTURE.lastIndex = end;
+    } else if (d === 0x7b || d === 0x5b) depth++;
+    else if (--depth === 0) return at + 1;
+  }
+  return -1;
+}

@@ -7,6 +7,8 @@ import type { RequestInfo } from './types.js';
 
 /** Bodies larger than this are not parsed: a prompt is never this big, an upload might be. */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
+/** KEYRELAY_BODY_LOG_BYTES' default: a body up to this is logged whole (as configured by default). */
+const KEEP_TEXT_MAX_BYTES = 64 * 1024;
 
 /**
  * JSON by content-type, or a body that looks like a JSON object under a type that is not JSON (curl's
@@ -34,9 +36,11 @@ export function parseRequestInfo(
   contentType: string | undefined,
 ): RequestInfo {
   let json: unknown = null;
+  let text: string | undefined;
   if (shouldParse(contentType, body)) {
+    text = body.toString('utf8');
     try {
-      json = JSON.parse(body.toString('utf8')) as unknown;
+      json = JSON.parse(text) as unknown;
     } catch {
       json = null; // a bad body is upstream's to reject; we just learn nothing from it
     }
@@ -53,6 +57,8 @@ export function parseRequestInfo(
     stream: obj ? obj.stream === true : false,
     end_user: endUser,
     json,
+    // Held for the request's life only where the log would decode it again (up to the default log limit).
+    text: text !== undefined && body.length <= KEEP_TEXT_MAX_BYTES ? text : undefined,
   };
 }
 

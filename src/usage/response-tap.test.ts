@@ -449,6 +449,65 @@ describe('createResponseTap on JSON bodies', () => {
     expect(error.body.text).toContain('overloaded_error');
   });
 
+  it('reads a large body by its members exactly as a whole parse reads it', () => {
+    const long = 'Words, "quoted" and {braced} [bracketed] \\ text. '.repeat(200);
+    const cases: Array<[RequestInfo, Record<string, unknown>]> = [
+      [
+        request('openai', '/v1/chat/completions', { model: 'gpt-4o', messages: [] }),
+        {
+          id: 'x',
+          model: 'gpt-4o-2024-08-06',
+          choices: [{ message: { role: 'assistant', content: long } }],
+          usage: { prompt_tokens: 50, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 32 } },
+        },
+      ],
+      // Usage first, a repeated model (the last one counts), Anthropic's shape.
+      [
+        messagesRequest,
+        {
+          usage: { input_tokens: 7, cache_read_input_tokens: 3, output_tokens: 9 },
+          model: 'first',
+          content: [{ type: 'text', text: long }],
+          model_: 1,
+        },
+      ],
+      // A Responses wrapper and a body without usage: the whole parse (wrapper, estimate).
+      [
+        request('openai', '/v1/responses', { model: 'o3', input: 'x' }),
+        {
+          response: {
+            model: 'o3',
+            output: [{ content: [{ text: long }] }],
+            usage: { input_tokens: 4, output_tokens: 2 },
+          },
+        },
+      ],
+      [
+        request('openai', '/v1/chat/completions', {
+          model: 'gpt-4o',
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+        { model: 'gpt-4o', choices: [{ message: { role: 'assistant', content: long } }] },
+      ],
+      // A transcription's duration beside its text.
+      [
+        request('openai', '/v1/audio/transcriptions', { model: 'whisper-1' }),
+        { task: 'transcribe', duration: 12.5, text: long, segments: [{ text: long }] },
+      ],
+    ];
+    for (const [info, body] of cases) {
+      const text = JSON.stringify(body).replace('"model_":1', '"model":"last"');
+      expect(text.length).toBeGreaterThan(4096);
+      const members = runTap({ info, headers: JSON_TYPE, chunks: [Buffer.from(text)] }).usage;
+      const whole = JSON.parse(text) as Record<string, unknown>;
+      const inner = (whole.response ?? whole) as Record<string, unknown>;
+      expect(members.model).toBe(inner.model ?? null);
+      expect(members.source).toBe(inner.usage || inner.duration ? 'provider' : 'estimated');
+      if (info === messagesRequest) expect(members).toMatchObject({ model: 'last', input_tokens: 10 });
+      if (inner.duration) expect(members.input_audio_seconds).toBe(12.5);
+    }
+  });
+
   it('estimates a truncated JSON body instead of reporting zero', () => {
     const raw = json(chatJson);
     const { usage } = runTap({

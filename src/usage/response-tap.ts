@@ -3,10 +3,11 @@
  * observes; never throws into the proxy (a body it cannot read yields an estimate or `none`).
  */
 import { endpointOf } from '../providers/index.js';
-import type { Endpoint, Reported } from '../providers/types.js';
+import type { Endpoint, Reported, UsageReader } from '../providers/types.js';
 import { BodyPrefix, HeadTail } from './body-buffers.js';
 import { createBodyDecoder, isCompressed, type BodyDecoder } from './decoder.js';
 import { collectResponseText, estimateRequestTokens, OutputCounter } from './estimate.js';
+import { readTopLevelMembers } from './json-members.js';
 import { findUsageObject, isRecord, modelInHead, type TokenCounts } from './normalize.js';
 import { createStreamReader, type StreamReader } from './stream-reader.js';
 import type { RequestInfo, ResponseTap, Usage } from './types.js';
@@ -136,8 +137,39 @@ export function createResponseTap(
   };
 }
 
+/** Per reader, the top-level members a JSON body is read by: usage, model, a Responses wrapper, its own. */
+const membersOf = new WeakMap<UsageReader, readonly string[]>();
+const MEMBERS = ['usage', 'model', 'response'] as const;
+
+/**
+ * The final usage of a JSON body from its `usage` and `model` members alone, without building the rest
+ * (choices, content: most of the body). Null when that does not settle it (no final counts, a Responses
+ * wrapper, text that is not one object): the whole body is then parsed, for the wrapper or an estimate.
+ */
+function readMembers(reader: UsageReader, text: string): Reported | null {
+  let keys = membersOf.get(reader);
+  if (!keys) {
+    keys = [...MEMBERS, ...(reader.bodyMembers ?? [])];
+    membersOf.set(reader, keys);
+  }
+  const members = readTopLevelMembers(text, keys);
+  if (!members || isRecord(members.response)) return null;
+  const { counts, final } = reader.json(members.usage, members);
+  if (!counts || !final) return null;
+  return { counts, model: typeof members.model === 'string' ? members.model : null, final };
+}
+
+/**
+ * Below this, JSON.parse of the whole body is as fast as reading its members (measured: 0.84 vs 1.15 µs at
+ * 400 bytes, even at ~1.5 KB; at 11 KB 5.0 vs 1.3 µs), and the tree it builds is small.
+ */
+const MEMBER_READ_MIN_CHARS = 2048;
+
 function readJson(endpoint: Endpoint, body: HeadTail, output: OutputCounter): Reported {
   const { whole: text, head, tail } = body.read();
+  const quick =
+    text !== null && text.length >= MEMBER_READ_MIN_CHARS ? readMembers(endpoint.usage!, text) : null;
+  if (quick) return quick;
   let parsed: unknown = null;
   if (text !== null) {
     try {

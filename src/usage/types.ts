@@ -31,6 +31,8 @@ export interface RequestInfo {
   end_user: string | null; // OpenAI `user` / Anthropic `metadata.user_id`
   /** Parsed JSON body when it was JSON (null otherwise); used for estimates. */
   json: unknown;
+  /** The body decoded as UTF-8, when it was decoded for `json`: the log row's copy of a body it holds whole. */
+  text?: string;
   /** Why a body that says it is multipart could not be read (the proxy refuses it), else absent. */
   bodyError?: string;
 }

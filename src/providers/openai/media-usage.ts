@@ -100,6 +100,7 @@ class MediaStream implements SseEventReader {
 
 export const TRANSCRIPTION_USAGE: UsageReader = {
   json: transcriptionJson,
+  bodyMembers: ['duration'],
   sse: (o) => new MediaStream(o, /^$/, '"transcript.text.delta"'),
   generatesOutput: true,
   estimable: false,
