@@ -1,7 +1,7 @@
 /**
  * What one request-log row costs the SQLite writer, in isolation: SqliteLogStore.insertBatch in batches of
  * 100 rows (the writer's transaction size) into a fresh file, CPU time (process.cpuUsage) per row, median of
- * several runs, with the full-text index on and off (KEYRELAY_LOG_SEARCH) and two body sizes.
+ * several runs, with the full-text index on and off (KEYRELAY_LOG_SEARCH) and three body sizes.
  *
  *   npx tsx bench/log-insert.ts [rows] [runs]      (default 20000 rows, 5 runs)
  */
@@ -26,9 +26,9 @@ function text(i: number, words: number): string {
 }
 
 /** A chat request with a system prompt and history (~`reqWords` words) and a streamed answer. */
-function row(i: number, reqWords: number): RequestLogRow {
+function row(i: number, reqWords: number, chunkCount: number): RequestLogRow {
   const chunks = Array.from(
-    { length: 30 },
+    { length: chunkCount },
     (_, k) => `data: {"id":"chatcmpl-${i}","choices":[{"delta":{"content":"${WORDS[(i + k) % WORDS.length]} "}}]}\n\n`,
   ).join('');
   return makeLogRow({
@@ -64,11 +64,12 @@ async function once(rows: RequestLogRow[], search: boolean): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-for (const [label, words] of [
-  ['~1.5 KB request body', 200],
-  ['~12 KB request body', 1600],
+for (const [label, words, chunkCount] of [
+  ['as in npm run bench (tiny bodies)', 4, 3],
+  ['~1.5 KB request, 30-chunk stream', 200, 30],
+  ['~12 KB request, 30-chunk stream', 1600, 30],
 ] as const) {
-  const rows = Array.from({ length: ROWS }, (_, i) => row(i, words));
+  const rows = Array.from({ length: ROWS }, (_, i) => row(i, words, chunkCount));
   const on: number[] = [];
   const off: number[] = [];
   for (let r = 0; r < RUNS; r++) {
