@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.js';
+import { openStores } from '../src/store/factory.js';
 import { hasSearchColumn } from '../src/store/postgres/log-search.js';
 import { PgLogStore, type PgLogStoreOptions } from '../src/store/postgres/log-store.js';
 import { openSqlite, runSqliteMigrations } from '../src/store/sqlite/db.js';
@@ -197,6 +198,33 @@ describe.each([sqlite(), postgres()])('request-log search on $name', (backend) =
     );
     expect(ids(next.items)).toEqual(want.slice(1, 2));
     await open({ search: true });
+  });
+});
+
+describe('openStores', () => {
+  it('applies KEYRELAY_LOG_SEARCH from the config to the SQLite log', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-search-'));
+    const indexed = async () => {
+      const db = openSqlite(join(dataDir, 'requests.db'));
+      try {
+        return hasSearchIndex(db);
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      for (const enabled of [false, true]) {
+        const stores = await openStores({
+          dataDir,
+          databaseUrl: null,
+          logSearch: { enabled, bodyChars: 8192, scanRows: 10_000 },
+        });
+        await Promise.all([stores.configStore.close(), stores.logStore.close(), stores.logWriter.close()]);
+        expect(await indexed()).toBe(enabled);
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
