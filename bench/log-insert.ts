@@ -29,7 +29,8 @@ function text(i: number, words: number): string {
 function row(i: number, reqWords: number, chunkCount: number): RequestLogRow {
   const chunks = Array.from(
     { length: chunkCount },
-    (_, k) => `data: {"id":"chatcmpl-${i}","choices":[{"delta":{"content":"${WORDS[(i + k) % WORDS.length]} "}}]}\n\n`,
+    (_, k) =>
+      `data: {"id":"chatcmpl-${i}","choices":[{"delta":{"content":"${WORDS[(i + k) % WORDS.length]} "}}]}\n\n`,
   ).join('');
   return makeLogRow({
     at: Date.parse('2026-01-01T00:00:00.000Z') + i,

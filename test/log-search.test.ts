@@ -158,7 +158,11 @@ describe.each([sqlite(), postgres()])('request-log search on $name', (backend) =
     expect(await find('narwhal')).toEqual([]);
 
     // Without the index, search reads whole bodies.
-    const whole = makeLogRow({ account_id: acct, at: t + 3, request_body: body(`${filler} meerkat ${filler}`) });
+    const whole = makeLogRow({
+      account_id: acct,
+      at: t + 3,
+      request_body: body(`${filler} meerkat ${filler}`),
+    });
     const off = await open({ search: false });
     await off.insertBatch([whole]);
     expect(await find('meerkat')).toEqual([whole.id]);
@@ -204,7 +208,7 @@ describe.each([sqlite(), postgres()])('request-log search on $name', (backend) =
 describe('openStores', () => {
   it('applies KEYRELAY_LOG_SEARCH from the config to the SQLite log', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-search-'));
-    const indexed = async () => {
+    const indexed = () => {
       const db = openSqlite(join(dataDir, 'requests.db'));
       try {
         return hasSearchIndex(db);
@@ -220,7 +224,7 @@ describe('openStores', () => {
           logSearch: { enabled, bodyChars: 8192, scanRows: 10_000 },
         });
         await Promise.all([stores.configStore.close(), stores.logStore.close(), stores.logWriter.close()]);
-        expect(await indexed()).toBe(enabled);
+        expect(indexed()).toBe(enabled);
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

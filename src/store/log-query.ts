@@ -81,7 +81,14 @@ export function searchWords(text: string): string[] {
 }
 
 /** The columns search looks in, on both stores, with or without a full-text index. */
-export const SEARCH_COLUMNS = ['model', 'path', 'end_user', 'session', 'request_body', 'response_body'] as const;
+export const SEARCH_COLUMNS = [
+  'model',
+  'path',
+  'end_user',
+  'session',
+  'request_body',
+  'response_body',
+] as const;
 
 /**
  * Newest rows one page of search reads when the store has no full-text index (KEYRELAY_LOG_SEARCH=false),

@@ -229,7 +229,7 @@ export class SqliteLogStore implements LogStore {
     // Placeholders are positional: the select list's come first.
     const params: (string | number)[] = [];
     const d = this.dialect(params);
-    const hit = scanSearchSql(words, d.bind, 'LIKE');
+    const hit = scanSearchSql(words, (v) => d.bind(v), 'LIKE');
     let where = buildWhere({ ...f, search: undefined }, d);
     if (opts.cursor) where += ` AND id < ${d.bind(decodeCursor(opts.cursor))}`;
     const limit = Math.max(1, Math.floor(opts.limit));
