@@ -27,7 +27,7 @@ const SMALL_YOUNG_GENERATION = 4 * 1024 * 1024;
  * the emptied pages back (here −30 MB of RSS). It costs only this collection (a few tens of ms, idle by
  * then), so the flag is on for it alone; V8 reads it when a collection starts.
  */
-function compacting(collect: () => void): void {
+export function compacting(collect: () => void): void {
   setFlagsFromString('--compact-on-every-full-gc');
   try {
     collect();
@@ -39,7 +39,7 @@ function compacting(collect: () => void): void {
 /** V8's gc() without --expose-gc on the command line (nothing else sees it: it lives in a new context). */
 type Gc = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
-function exposeGc(): Gc {
+export function exposeGc(): Gc {
   const existing = (globalThis as { gc?: Gc }).gc;
   if (existing) return existing;
   setFlagsFromString('--expose-gc');
