@@ -154,8 +154,9 @@ export class SqliteLogStore implements LogStore {
       }
     }
     try {
-      const inserted = this.db.transaction(() =>
-        this.indexing(() => encoded.reduce((n, p) => n + insert.run(...p).changes, 0)),
+      const inserted = this.db.transaction(
+        () => this.indexing(() => encoded.reduce((n, p) => n + insert.run(...p).changes, 0)),
+        { immediate: true },
       );
       return { inserted, rejected };
     } catch (err) {
@@ -163,17 +164,19 @@ export class SqliteLogStore implements LogStore {
     }
     // One poison row must not sink the batch: redo it row by row, each under a savepoint, skipping failures.
     let inserted = 0;
-    this.db.transaction(() =>
-      this.indexing(() => {
-        for (const p of encoded) {
-          try {
-            inserted += this.db.transaction(() => insert.run(...p).changes);
-          } catch (err) {
-            if (!isRowError(err)) throw err;
-            rejected++;
+    this.db.transaction(
+      () =>
+        this.indexing(() => {
+          for (const p of encoded) {
+            try {
+              inserted += this.db.transaction(() => insert.run(...p).changes);
+            } catch (err) {
+              if (!isRowError(err)) throw err;
+              rejected++;
+            }
           }
-        }
-      }),
+        }),
+      { immediate: true },
     );
     return { inserted, rejected };
   }
@@ -181,8 +184,9 @@ export class SqliteLogStore implements LogStore {
   /**
    * Runs the inserts, then adds the rows they wrote to the full-text index, if the file has one, in one
    * statement (log-search.ts: ~3 µs a row, where an insert trigger cost ~20). Inside the caller's
-   * transaction, so a row and its index entry commit together; the write lock it holds means every rowid
-   * above the one read first is a row written here.
+   * transaction, so a row and its index entry commit together. That transaction is IMMEDIATE: it holds the
+   * write lock from its start, so every rowid above the one read first is a row written here (and a
+   * concurrent prune makes it wait, not fail on a stale snapshot).
    */
   private indexing<T>(insertRows: () => T): T {
     if (this.stmt<[], { n: number }>(HAS_SEARCH_INDEX_SQL).get()!.n === 0) return insertRows();
