@@ -4,6 +4,8 @@
  * several runs, with the full-text index on and off (KEYRELAY_LOG_SEARCH) and three body sizes.
  *
  *   npx tsx bench/log-insert.ts [rows] [runs]      (default 20000 rows, 5 runs)
+ *
+ * KEYRELAY_LOG_SEARCH_BODY_CHARS sets the index's body limit as keyrelay would (default 8192).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +16,7 @@ import { makeLogRow } from '../test/helpers/log-rows.js';
 
 const ROWS = Number(process.argv[2] ?? 20_000);
 const RUNS = Number(process.argv[3] ?? 5);
+const BODY_CHARS = Number(process.env.KEYRELAY_LOG_SEARCH_BODY_CHARS ?? 8192);
 const WORDS = (
   'the quick brown fox jumps over lazy dog summarise translate refactor invoice weather recipe poem contract ' +
   'database kubernetes cluster latency budget customer please explain why this function returns undefined'
@@ -50,7 +53,7 @@ function row(i: number, reqWords: number, chunkCount: number): RequestLogRow {
 
 async function once(rows: RequestLogRow[], search: boolean): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'keyrelay-log-insert-'));
-  const store = new SqliteLogStore(join(dir, 'requests.db'), { search });
+  const store = new SqliteLogStore(join(dir, 'requests.db'), { search, searchBodyChars: BODY_CHARS });
   try {
     await store.migrate();
     const t = process.cpuUsage();
