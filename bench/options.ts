@@ -30,7 +30,7 @@ export interface Options {
   stagesOnly: boolean;
   stageMs: number;
   pin: boolean;
-  /** A keyrelay column without the request log's full-text index (--no-fts-column to leave it out). */
+  /** A keyrelay column with KEYRELAY_LOG_SEARCH=false: no full-text index (--no-fts-column to leave it out). */
   noSearchColumn: boolean;
   /** Also run bench/websocket.ts afterwards. */
   ws: boolean;
@@ -56,7 +56,7 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--stre
   --profile      also run the measured keyrelay under node --cpu-prof and print its top functions
   --no-pin       do not pin: by default every proxy runs on CPU 1 alone (taskset, all its threads),
                  the driver and the fake upstream on CPU 0
-  --no-fts-column  leave out the "kr no-FTS" column (keyrelay with the log's full-text trigger dropped)
+  --no-fts-column  leave out the "kr no-FTS" column (keyrelay with KEYRELAY_LOG_SEARCH=false)
   --ws           also run the WebSocket bench (npm run bench:ws) afterwards
   --nice         run the bench's processes at nice -15 (root): steadier numbers on a busy shared machine
   --node PATH    node binary for both proxies, e.g. /opt/node24/node_modules/node/bin/node

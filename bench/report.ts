@@ -407,7 +407,7 @@ export function renderIssueTable(r: Results, pinned: boolean): string {
     '× >= 0.9',
     verdict(ratio(on, sat('keyrelay_nobody')), '>=', 0.9),
   ]);
-  // Not a target of the issue: what the full-text index of the request log costs (bench-only variant).
+  // Not a target of the issue: what the full-text index of the request log costs (KEYRELAY_LOG_SEARCH).
   const noFts = sat('keyrelay_nosearch');
   if (noFts !== null) {
     rows.push(['throughput full-text index on / off', null, on, '×', ratio(on, noFts), '(measured)', '']);

@@ -4,6 +4,8 @@
  * console sends them (one account, newest 50). Prints the median and worst of several runs per query.
  *
  *   npx tsx bench/search.ts [rows]      (default 100000; PostgreSQL at 127.0.0.1:5432, trust auth)
+ *
+ * KEYRELAY_LOG_SEARCH=false times the stores without their full-text index (the bounded scan).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -82,10 +84,11 @@ async function time(store: LogStore): Promise<Record<string, string>> {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'keyrelay-search-bench-'));
-  const sqlite = new SqliteLogStore(join(dir, 'requests.db'));
+  const search = process.env.KEYRELAY_LOG_SEARCH !== 'false';
+  const sqlite = new SqliteLogStore(join(dir, 'requests.db'), { search });
   await sqlite.migrate();
   const db = await createTestDatabase('keyrelay_bench');
-  const pg = new PgLogStore(db.url);
+  const pg = new PgLogStore(db.url, { search });
   await pg.migrate();
   try {
     // BENCH_STORES=postgres (or sqlite) measures one store only.

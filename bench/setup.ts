@@ -1,7 +1,6 @@
 /** Starts every process of a bench run and describes each column (subject) the driver measures. */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { openConnection } from '../src/store/sqlite/driver.js';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
@@ -86,14 +85,13 @@ export async function startAll(
         ['keyrelay', true, {}],
         ['keyrelay_nolog', false, {}],
         ['keyrelay_nobody', true, { KEYRELAY_BODY_LOG_BYTES: '0' }],
-        ['keyrelay_nosearch', true, {}],
+        ['keyrelay_nosearch', true, { KEYRELAY_LOG_SEARCH: 'false' }],
       ] as const) {
         if (id === 'keyrelay_nosearch' && !opts.noSearchColumn) continue;
         const dataDir = join(tmp, id);
         mkdirSync(dataDir);
         dataDirs[id] = dataDir;
         const key = await createBenchKey(dataDir);
-        if (id === 'keyrelay_nosearch') dropFullTextTrigger(dataDir);
         const kr = await startKeyrelay({
           dataDir,
           upstream: upOrigin,
@@ -169,22 +167,6 @@ export async function startAll(
     },
     // tmp (the data dirs) is removed by run.ts once it has counted the log rows.
   };
-}
-
-/**
- * The no-FTS column: the request log without its full-text index, which keyrelay cannot switch off (yet):
- * the insert trigger that feeds it is dropped from the migrated database before keyrelay starts, so every
- * other cost stays. Measures what the console's body search costs per logged request.
- */
-function dropFullTextTrigger(dataDir: string): void {
-  for (const f of readdirSync(dataDir).filter((name) => /\.(db|sqlite3?)$/.test(name))) {
-    const db = openConnection(join(dataDir, f));
-    try {
-      db.exec('DROP TRIGGER IF EXISTS requests_fts_insert');
-    } finally {
-      db.close();
-    }
-  }
 }
 
 export function removeDirs(dirs: (string | undefined)[]): void {

@@ -32,6 +32,9 @@ describe('loadConfig', () => {
     ['KEYRELAY_HARD_BUDGET_UNPRICED', 'sometimes'],
     ['KEYRELAY_LIMIT_HOLD_TTL_MS', '10'],
     ['KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS', '-5'],
+    ['KEYRELAY_LOG_SEARCH', 'sometimes'],
+    ['KEYRELAY_LOG_SEARCH_BODY_CHARS', '-1'],
+    ['KEYRELAY_LOG_SEARCH_SCAN_ROWS', '0'],
   ])('refuses %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
@@ -47,6 +50,17 @@ describe('loadConfig', () => {
       loadConfig({ KEYRELAY_HARD_BUDGET_UNPRICED: 'allow', KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS: '0' })
         .limits,
     ).toMatchObject({ unpriced: 'allow', defaultOutputTokens: 0 });
+  });
+
+  it('keeps the request log searchable by default, and reads the search settings', () => {
+    expect(loadConfig({}).logSearch).toEqual({ enabled: true, bodyChars: 8192, scanRows: 10_000 });
+    expect(
+      loadConfig({
+        KEYRELAY_LOG_SEARCH: 'false',
+        KEYRELAY_LOG_SEARCH_BODY_CHARS: '0',
+        KEYRELAY_LOG_SEARCH_SCAN_ROWS: '500',
+      }).logSearch,
+    ).toEqual({ enabled: false, bodyChars: 0, scanRows: 500 });
   });
 
   it('lets flags override the environment and derives secure cookies from an https public URL', () => {

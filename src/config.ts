@@ -57,6 +57,14 @@ const schema = z.object({
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(100),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
   KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
+  /**
+   * The request log's full-text index (console search). Off: cheaper log writes (docs/performance.md), and
+   * search scans the newest KEYRELAY_LOG_SEARCH_SCAN_ROWS rows per page instead. Changing either search
+   * setting rebuilds or drops the index at the next start; rows are kept.
+   */
+  KEYRELAY_LOG_SEARCH: bool.default(true),
+  KEYRELAY_LOG_SEARCH_BODY_CHARS: int(0, 1_000_000).default(8192),
+  KEYRELAY_LOG_SEARCH_SCAN_ROWS: int(1, 10_000_000).default(10_000),
   KEYRELAY_DRAIN_TIMEOUT_MS: int(0).default(30_000),
   KEYRELAY_TRUST_PROXY: bool.default(false),
   KEYRELAY_SESSION_IDLE_HOURS: int(1).default(24),
@@ -119,6 +127,7 @@ export interface Config {
   logBatchSize: number;
   logFlushMs: number;
   logQueueMax: number;
+  logSearch: { enabled: boolean; bodyChars: number; scanRows: number };
   drainTimeoutMs: number;
   trustProxy: boolean;
   sessionIdleMs: number;
@@ -181,6 +190,11 @@ export function loadConfig(
     logBatchSize: e.KEYRELAY_LOG_BATCH_SIZE,
     logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
     logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,
+    logSearch: {
+      enabled: e.KEYRELAY_LOG_SEARCH,
+      bodyChars: e.KEYRELAY_LOG_SEARCH_BODY_CHARS,
+      scanRows: e.KEYRELAY_LOG_SEARCH_SCAN_ROWS,
+    },
     drainTimeoutMs: e.KEYRELAY_DRAIN_TIMEOUT_MS,
     trustProxy: e.KEYRELAY_TRUST_PROXY,
     sessionIdleMs: e.KEYRELAY_SESSION_IDLE_HOURS * 3_600_000,

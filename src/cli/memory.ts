@@ -19,10 +19,27 @@ import { runInNewContext } from 'node:vm';
 /** What V8 shrinks an idle young generation to (1 MB semi-spaces) is well under this. */
 const SMALL_YOUNG_GENERATION = 4 * 1024 * 1024;
 
+/**
+ * Runs a collection that also compacts the old generation. A plain full collection frees a burst's garbage
+ * but keeps every page that still holds a survivor, and after a burst most do: measured after 30,000
+ * requests and 1,000 streams (Node 20), the old generation stayed at 60 MB holding 28 MB, through this
+ * collection and for as long as the process stayed idle. Compacting moves the survivors together and gives
+ * the emptied pages back (here −30 MB of RSS). It costs only this collection (a few tens of ms, idle by
+ * then), so the flag is on for it alone; V8 reads it when a collection starts.
+ */
+export function compacting(collect: () => void): void {
+  setFlagsFromString('--compact-on-every-full-gc');
+  try {
+    collect();
+  } finally {
+    setFlagsFromString('--no-compact-on-every-full-gc');
+  }
+}
+
 /** V8's gc() without --expose-gc on the command line (nothing else sees it: it lives in a new context). */
 type Gc = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
-function exposeGc(): Gc {
+export function exposeGc(): Gc {
   const existing = (globalThis as { gc?: Gc }).gc;
   if (existing) return existing;
   setFlagsFromString('--expose-gc');
@@ -62,7 +79,7 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   let gcMs = 0;
   const collect = (reason: 'start' | 'grown' | 'young'): void => {
     const t = performance.now();
-    gc();
+    compacting(gc);
     // V8 12 and 13 (Node 22, 24) keep a large young generation through a plain full collection while their
     // allocation-rate window still remembers traffic; a memory-reducing one shrinks it (on V8 11, Node 20,
     // it does not, nor is it needed: the plain one shrinks an idle process's). Only then: it is slower.

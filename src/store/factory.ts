@@ -24,14 +24,21 @@ export interface Stores {
 }
 
 /** Opens both stores and runs their migrations. */
-export async function openStores(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<Stores> {
+export async function openStores(
+  config: Pick<Config, 'dataDir' | 'databaseUrl'> & Partial<Pick<Config, 'logSearch'>>,
+): Promise<Stores> {
+  const search = config.logSearch && {
+    search: config.logSearch.enabled,
+    searchBodyChars: config.logSearch.bodyChars,
+    searchScanRows: config.logSearch.scanRows,
+  };
   if (config.databaseUrl) {
     // Each store owns a pool on the URL; close() ends it. Loaded only when used: pg is memory a SQLite
     // deployment does not need.
     const { PgConfigStore } = await import('./postgres/config-store.js');
     const { PgLogStore } = await import('./postgres/log-store.js');
     const configStore = new PgConfigStore(config.databaseUrl);
-    const logStore = new PgLogStore(config.databaseUrl);
+    const logStore = new PgLogStore(config.databaseUrl, search);
     await migrateOrClose(configStore, logStore);
     // pg is asynchronous already: the store's own pool writes without blocking the event loop.
     const logWriter = { insertBatch: logStore.insertBatch.bind(logStore), close: () => Promise.resolve() };
@@ -40,7 +47,7 @@ export async function openStores(config: Pick<Config, 'dataDir' | 'databaseUrl'>
   mkdirSync(config.dataDir, { recursive: true });
   const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'));
   const logPath = join(config.dataDir, 'requests.db');
-  const logStore = new SqliteLogStore(logPath);
+  const logStore = new SqliteLogStore(logPath, search);
   await migrateOrClose(configStore, logStore);
   const driver = defaultSqliteDriver();
   return { configStore, logStore, logWriter: new SqliteLogWriter(logPath), kind: 'sqlite', driver };

@@ -80,6 +80,34 @@ export function searchWords(text: string): string[] {
   return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16);
 }
 
+/** The columns search looks in, on both stores, with or without a full-text index. */
+export const SEARCH_COLUMNS = [
+  'model',
+  'path',
+  'end_user',
+  'session',
+  'request_body',
+  'response_body',
+] as const;
+
+/**
+ * Newest rows one page of search reads when the store has no full-text index (KEYRELAY_LOG_SEARCH=false),
+ * unless KEYRELAY_LOG_SEARCH_SCAN_ROWS says otherwise: bounds what a search costs the database.
+ */
+export const DEFAULT_SEARCH_SCAN_ROWS = 10_000;
+
+/**
+ * Search without an index: every word must occur, case-insensitively, in one of SEARCH_COLUMNS. A plain
+ * substring test, so it also finds a word inside a longer one ("cat" in "concatenate"); SQLite's LIKE folds
+ * only ASCII letters' case, PostgreSQL's ILIKE all of them. Words are letters and digits only, so none
+ * holds a LIKE wildcard.
+ */
+export function scanSearchSql(words: string[], bind: (v: string) => string, like: 'LIKE' | 'ILIKE'): string {
+  return words
+    .map((w) => `(${SEARCH_COLUMNS.map((c) => `${c} ${like} ${bind(`%${w}%`)}`).join(' OR ')})`)
+    .join(' AND ');
+}
+
 /** Every filter of RequestFilter, ANDed; always scoped to the account. */
 export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   const parts = [`account_id = ${d.bind(f.account_id)}`];

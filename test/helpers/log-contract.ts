@@ -546,6 +546,21 @@ export function describeLogStoreContract(ctx: LogContext): void {
     });
   });
 
+  describeLogSearchContract(ctx);
+}
+
+/**
+ * Search, on its own so test/log-search.test.ts can hold a store without the full-text index
+ * (KEYRELAY_LOG_SEARCH=false) to the same expectations.
+ */
+export function describeLogSearchContract(ctx: LogContext): void {
+  let log: LogStore;
+  let acct: string;
+  beforeEach(() => {
+    log = ctx.store();
+    acct = `acct-${newId()}`;
+  });
+
   describe('search', () => {
     const body = (text: string) => JSON.stringify({ messages: [{ role: 'user', content: text }] });
     async function seed() {

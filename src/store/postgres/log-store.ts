@@ -7,11 +7,13 @@ import type { RequestLogRow } from '../../types.js';
 import {
   AGGREGATE_SQL,
   BOOL_COLUMNS,
+  DEFAULT_SEARCH_SCAN_ROWS,
   JSON_COLUMNS,
   LOG_COLUMNS,
   NO_MODEL_GROUP,
   SUMMARY_COLUMNS,
   buildWhere,
+  scanSearchSql,
   searchWords,
   decodeCursor,
   encodeCursor,
@@ -33,6 +35,7 @@ import type {
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
+import { applyPgLogSearch, hasSearchColumn } from './log-search.js';
 import type { BatchStore } from '../batch-types.js';
 
 type Row = Record<string, unknown>;
@@ -116,15 +119,28 @@ function dialect(params: unknown[]): WhereDialect {
   };
 }
 
+export interface PgLogStoreOptions {
+  /** KEYRELAY_LOG_SEARCH: keep the full-text index (default true). Applied by migrate(). */
+  search?: boolean;
+  /** KEYRELAY_LOG_SEARCH_BODY_CHARS: characters of each body the index reads. Applied by migrate(). */
+  searchBodyChars?: number;
+  /** KEYRELAY_LOG_SEARCH_SCAN_ROWS: newest rows one page of search reads when there is no index. */
+  searchScanRows?: number;
+}
+
 export class PgLogStore implements LogStore {
   private readonly pool: pg.Pool;
   private readonly ownsPool: boolean;
+  private readonly search: { enabled: boolean; bodyChars: number };
+  private readonly scanRows: number;
 
   /** A URL gives the store its own pool (ended by close()); a pool passed in stays the caller's. */
-  constructor(poolOrUrl: pg.Pool | string) {
+  constructor(poolOrUrl: pg.Pool | string, opts: PgLogStoreOptions = {}) {
     const { pool, owned } = resolvePool(poolOrUrl);
     this.pool = pool;
     this.ownsPool = owned;
+    this.search = { enabled: opts.search ?? true, bodyChars: opts.searchBodyChars ?? 8192 };
+    this.scanRows = Math.max(1, Math.floor(opts.searchScanRows ?? DEFAULT_SEARCH_SCAN_ROWS));
     const batches = pgBatchStore(pool);
     this.upsertBatch = batches.upsertBatch;
     this.batchByOutputFile = batches.batchByOutputFile;
@@ -137,8 +153,10 @@ export class PgLogStore implements LogStore {
   readonly claimBatchResults: BatchStore['claimBatchResults'];
   readonly listBatches: BatchStore['listBatches'];
 
+  /** The numbered migrations, then the full-text index as the settings ask (log-search.ts). */
   async migrate(): Promise<void> {
     await runPgMigrations(this.pool, 'log', LOG_MIGRATIONS);
+    await applyPgLogSearch(this.pool, this.search);
   }
 
   async close(): Promise<void> {
@@ -203,6 +221,8 @@ export class PgLogStore implements LogStore {
   ): Promise<Page<RequestSummary>> {
     const limit = Math.max(1, Math.floor(opts.limit));
     const words = f.search === undefined ? [] : searchWords(f.search);
+    // Asked each time rather than remembered: another instance may have started with the other setting.
+    if (words.length > 0 && !(await hasSearchColumn(this.pool))) return this.scanSearch(f, words, opts);
     let rows: Row[] | null = null;
     if (words.length > 0) {
       // A frequent word: the account's newest rows, read in id order, fill a page long before the GIN index
@@ -230,6 +250,44 @@ export class PgLogStore implements LogStore {
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
     const more = rows.length > limit;
     return { items, next_cursor: more && items.length ? encodeCursor(items[items.length - 1]!.id) : null };
+  }
+
+  /**
+   * Search with no full-text index: the newest `scanRows` rows that pass the other filters (from the cursor
+   * on), newest first, until a page of matches (PostgreSQL stops reading there). A window read to its end
+   * without filling the page still returns a cursor (its oldest row), so "more" continues the scan.
+   */
+  private async scanSearch(
+    f: RequestFilter,
+    words: string[],
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<RequestSummary>> {
+    const limit = Math.max(1, Math.floor(opts.limit));
+    const params: unknown[] = [];
+    const d = dialect(params);
+    let where = buildWhere({ ...f, search: undefined }, d);
+    if (opts.cursor) where += ` AND id < ${d.bind(decodeCursor(opts.cursor))}`;
+    const windowSql = `SELECT * FROM requests WHERE ${where} ORDER BY id DESC LIMIT ${d.bind(this.scanRows)}`;
+    const windowParams = [...params];
+    const hit = scanSearchSql(words, (v) => d.bind(v), 'ILIKE');
+    const found = (
+      await this.pool.query<Row>(
+        `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM (${windowSql}) recent WHERE ${hit}
+         ORDER BY id DESC LIMIT ${d.bind(limit + 1)}`,
+        params,
+      )
+    ).rows;
+    const items = found.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
+    let next: string | null = null;
+    if (found.length > limit) next = items[items.length - 1]!.id;
+    else {
+      const { rows } = await this.pool.query<{ n: string; last: string | null }>(
+        `SELECT count(*) AS n, min(id) AS last FROM (${windowSql.replace('SELECT *', 'SELECT id')}) recent`,
+        windowParams,
+      );
+      if (Number(rows[0]!.n) === this.scanRows) next = rows[0]!.last;
+    }
+    return { items, next_cursor: next === null ? null : encodeCursor(next) };
   }
 
   async getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {

@@ -1,0 +1,40 @@
+import { getHeapSpaceStatistics } from 'node:v8';
+import { describe, expect, it } from 'vitest';
+import { compacting, exposeGc } from './memory.js';
+
+const MB = 1024 * 1024;
+
+function oldSpace(): { size: number; used: number } {
+  const s = getHeapSpaceStatistics().find((x) => x.space_name === 'old_space')!;
+  return { size: s.space_size / MB, used: s.space_used_size / MB };
+}
+
+/** An old generation as a burst leaves it: every page holds a few survivors among much garbage. */
+async function fragmentedHeap(): Promise<unknown[]> {
+  const keep: unknown[] = [];
+  for (let round = 0; round < 20; round++) {
+    const batch = Array.from({ length: 50_000 }, (_, i) => ({
+      i,
+      s: `survivor-or-garbage-${i}`,
+      a: [i, i + 1],
+    }));
+    keep.push(batch.filter((_, i) => i % 10 === 0));
+    await new Promise((r) => setTimeout(r, 5)); // lets each batch be promoted before the next one
+  }
+  return keep;
+}
+
+describe('the idle collection', () => {
+  it('gives back old-generation pages a plain full collection keeps for their few survivors', async () => {
+    const gc = exposeGc();
+    const keep = await fragmentedHeap();
+    gc();
+    const plain = oldSpace();
+    compacting(gc);
+    const compacted = oldSpace();
+    const seen = JSON.stringify({ plain, compacted });
+    expect(plain.size - plain.used, seen).toBeGreaterThan(20); // what this guards against
+    expect(compacted.size - compacted.used, seen).toBeLessThan(8);
+    expect(keep.length).toBe(20);
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * The request log's full-text index on PostgreSQL, as KEYRELAY_LOG_SEARCH and KEYRELAY_LOG_SEARCH_BODY_CHARS
+ * ask, applied at start after the numbered migrations (migration v4 created the first one): a stored
+ * generated `search_vector` column with a GIN index. The settings it was built with are kept as the
+ * column's comment, so a start with other settings knows to rebuild it.
+ *
+ * Off drops the column (and with it the index): PostgreSQL then neither computes a tsvector per inserted row
+ * nor updates the GIN index, and search scans the newest rows instead (log-store.ts). On again adds the
+ * column back, which computes it for every row already there (a table rewrite, under an exclusive lock:
+ * on a large log, minutes during which the log cannot be written or read).
+ *
+ * Bodies count as on SQLite (log-search.ts there): up to `bodyChars` characters each, half from the start
+ * and half from the end. Punctuation becomes spaces first, so words split as SQLite's FTS5 splits them
+ * (PostgreSQL's parser would keep paths, emails and URLs whole).
+ */
+import type pg from 'pg';
+
+/** Serialises two instances applying the setting at once (the migrations have their own lock). */
+const SEARCH_LOCK = '7351842096422';
+
+function cappedBody(column: string, bodyChars: number): string {
+  if (bodyChars <= 0) return "''";
+  const head = Math.ceil(bodyChars / 2);
+  const tail = Math.floor(bodyChars / 2);
+  const b = `coalesce(${column}, '')`;
+  const tailSql = tail > 0 ? ` || ' ' || right(${b}, ${tail})` : '';
+  return `CASE WHEN length(${b}) <= ${bodyChars} THEN ${b} ELSE left(${b}, ${head})${tailSql} END`;
+}
+
+function columnSql(bodyChars: number): string {
+  return `search_vector tsvector GENERATED ALWAYS AS (
+    to_tsvector('simple'::regconfig, regexp_replace(
+      coalesce(model, '') || ' ' || path || ' ' || coalesce(end_user, '') || ' ' || coalesce(session, '') || ' ' ||
+      ${cappedBody('request_body', bodyChars)} || ' ' || ${cappedBody('response_body', bodyChars)},
+      '[^[:alnum:]]+', ' ', 'g'))
+  ) STORED`;
+}
+
+/** What the column's comment says when it was built with these settings. */
+const marker = (bodyChars: number) => `keyrelay search: body_chars=${bodyChars}`;
+
+export async function hasSearchColumn(pool: pg.Pool): Promise<boolean> {
+  const { rows } = await pool.query(
+    `SELECT 1 FROM pg_attribute
+     WHERE attrelid = 'requests'::regclass AND attname = 'search_vector' AND NOT attisdropped`,
+  );
+  return rows.length > 0;
+}
+
+/** Makes the table's index what the settings ask for; nothing happens when it already is. */
+export async function applyPgLogSearch(
+  pool: pg.Pool,
+  s: { enabled: boolean; bodyChars: number },
+): Promise<'unchanged' | 'dropped' | 'rebuilt'> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [SEARCH_LOCK]);
+      const { rows } = await client.query<{ comment: string | null }>(
+        `SELECT col_description(attrelid, attnum) AS comment FROM pg_attribute
+         WHERE attrelid = 'requests'::regclass AND attname = 'search_vector' AND NOT attisdropped`,
+      );
+      const have = rows[0];
+      let done: 'unchanged' | 'dropped' | 'rebuilt' = 'unchanged';
+      if (!s.enabled && have) {
+        await client.query('ALTER TABLE requests DROP COLUMN search_vector');
+        done = 'dropped';
+      } else if (s.enabled && have?.comment !== marker(s.bodyChars)) {
+        await client.query('ALTER TABLE requests DROP COLUMN IF EXISTS search_vector');
+        await client.query(`ALTER TABLE requests ADD COLUMN ${columnSql(s.bodyChars)}`);
+        await client.query('CREATE INDEX requests_search ON requests USING gin (search_vector)');
+        await client.query(`COMMENT ON COLUMN requests.search_vector IS '${marker(s.bodyChars)}'`);
+        done = 'rebuilt';
+      }
+      await client.query('COMMIT');
+      return done;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * KEYRELAY_LOG_SEARCH and KEYRELAY_LOG_SEARCH_BODY_CHARS on both stores: search holds to the contract without
+ * the full-text index (a bounded scan), switching the index off and on keeps every row and finds the old
+ * ones again, and the body limit decides which words of a long body the index holds.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/ids.js';
+import { openStores } from '../src/store/factory.js';
+import { hasSearchColumn } from '../src/store/postgres/log-search.js';
+import { PgLogStore, type PgLogStoreOptions } from '../src/store/postgres/log-store.js';
+import { openSqlite, runSqliteMigrations } from '../src/store/sqlite/db.js';
+import { LOG_MIGRATIONS } from '../src/store/sqlite/log-schema.js';
+import { applyLogSearch, hasSearchIndex } from '../src/store/sqlite/log-search.js';
+import { SqliteLogStore, type SqliteLogStoreOptions } from '../src/store/sqlite/log-store.js';
+import type { LogStore } from '../src/store/types.js';
+import { describeLogSearchContract } from './helpers/log-contract.js';
+import { makeLogRow } from './helpers/log-rows.js';
+import { createTestDatabase } from './helpers/pg.js';
+
+type Options = SqliteLogStoreOptions & PgLogStoreOptions;
+
+interface Backend {
+  name: string;
+  setup(): Promise<() => Promise<void>>;
+  open(opts: Options): LogStore;
+  hasIndex(): Promise<boolean>;
+}
+
+function sqlite(): Backend {
+  let dir = '';
+  return {
+    name: 'sqlite',
+    setup() {
+      dir = mkdtempSync(join(tmpdir(), 'keyrelay-search-'));
+      return Promise.resolve(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
+    },
+    open: (opts) => new SqliteLogStore(join(dir, 'requests.db'), opts),
+    hasIndex() {
+      const db = openSqlite(join(dir, 'requests.db'));
+      try {
+        return Promise.resolve(hasSearchIndex(db));
+      } finally {
+        db.close();
+      }
+    },
+  };
+}
+
+function postgres(): Backend {
+  let url = '';
+  return {
+    name: 'postgres',
+    async setup() {
+      const db = await createTestDatabase();
+      url = db.url;
+      return () => db.drop();
+    },
+    open: (opts) => new PgLogStore(url, opts),
+    async hasIndex() {
+      const pool = new pg.Pool({ connectionString: url });
+      try {
+        return await hasSearchColumn(pool);
+      } finally {
+        await pool.end();
+      }
+    },
+  };
+}
+
+const body = (text: string) => JSON.stringify({ messages: [{ role: 'user', content: text }] });
+const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+
+describe.each([sqlite(), postgres()])('request-log search on $name', (backend) => {
+  let cleanup: () => Promise<void> = () => Promise.resolve();
+  const opened: LogStore[] = [];
+  const open = async (opts: Options) => {
+    const s = backend.open(opts);
+    opened.push(s);
+    await s.migrate();
+    return s;
+  };
+
+  beforeAll(async () => {
+    cleanup = await backend.setup();
+  });
+  afterAll(async () => {
+    for (const s of opened) await s.close();
+    await cleanup();
+  });
+
+  describe('with KEYRELAY_LOG_SEARCH=false: the same contract, by scanning', () => {
+    let store: LogStore;
+    beforeAll(async () => {
+      store = await open({ search: false });
+    });
+    it('has no full-text index', async () => {
+      expect(await backend.hasIndex()).toBe(false);
+    });
+    describeLogSearchContract({ store: () => store });
+  });
+
+  it('switching the index off and on keeps every row, and finds old rows again', async () => {
+    const acct = `acct-${newId()}`;
+    const find = async (s: LogStore, q: string) =>
+      ids((await s.listRequests({ account_id: acct, search: q }, { limit: 50 })).items);
+    const t = Date.parse('2026-06-01T00:00:00.000Z');
+    const before = makeLogRow({ account_id: acct, at: t, request_body: body('platypus before') });
+    const during = makeLogRow({ account_id: acct, at: t + 1, request_body: body('platypus during') });
+
+    const on = await open({ search: true });
+    expect(await backend.hasIndex()).toBe(true);
+    await on.insertBatch([before]);
+    expect(await find(on, 'platypus')).toEqual([before.id]);
+    const rows = await on.count();
+
+    const off = await open({ search: false });
+    expect(await backend.hasIndex()).toBe(false);
+    expect(await off.count()).toBe(rows);
+    await off.insertBatch([during]);
+    expect(await find(off, 'platypus')).toEqual([during.id, before.id]);
+    expect(await find(off, 'before')).toEqual([before.id]);
+
+    const again = await open({ search: true });
+    expect(await backend.hasIndex()).toBe(true);
+    expect(await again.count()).toBe(rows + 1);
+    // Both: the one indexed before, and the one written while there was no index.
+    expect(await find(again, 'platypus')).toEqual([during.id, before.id]);
+    expect(await find(again, 'during')).toEqual([during.id]);
+    // Still in step with deletes: retention removes both, the index forgets them.
+    await again.prune(new Date(t + 2).toISOString());
+    expect(await find(again, 'platypus')).toEqual([]);
+  });
+
+  it('indexes the head and tail of a long body, up to KEYRELAY_LOG_SEARCH_BODY_CHARS, and stays in step', async () => {
+    const acct = `acct-${newId()}`;
+    const s = await open({ search: true, searchBodyChars: 200 });
+    const find = async (q: string) =>
+      ids((await s.listRequests({ account_id: acct, search: q }, { limit: 50 })).items);
+    const t = Date.parse('2002-03-01T00:00:00.000Z');
+    const filler = 'lorem '.repeat(100);
+    const long = makeLogRow({
+      account_id: acct,
+      at: t,
+      request_body: body(`aardvark ${filler} meerkat ${filler} narwhal`),
+    });
+    const short = makeLogRow({ account_id: acct, at: t + 1, request_body: body('meerkat aardvark') });
+    await s.insertBatch([long, short]);
+    expect(await find('aardvark')).toEqual([short.id, long.id]); // head
+    expect(await find('narwhal')).toEqual([long.id]); // tail
+    expect(await find('meerkat')).toEqual([short.id]); // the middle of the long body is not indexed
+    // Pruning bodies removes exactly what was indexed: nothing of the long body is found afterwards.
+    await s.prune('1990-01-01T00:00:00.000Z', new Date(t + 2).toISOString());
+    expect(await find('aardvark')).toEqual([]);
+    expect(await find('narwhal')).toEqual([]);
+
+    // Without the index, search reads whole bodies.
+    const whole = makeLogRow({
+      account_id: acct,
+      at: t + 3,
+      request_body: body(`${filler} meerkat ${filler}`),
+    });
+    const off = await open({ search: false });
+    await off.insertBatch([whole]);
+    expect(await find('meerkat')).toEqual([whole.id]);
+    await open({ search: true }); // back as the other tests expect
+  });
+
+  it('without the index, reads a bounded window per page and lets the console continue from it', async () => {
+    const acct = `acct-${newId()}`;
+    const s = await open({ search: false, searchScanRows: 5 });
+    const t = Date.parse('2026-07-01T00:00:00.000Z');
+    const rows = Array.from({ length: 12 }, (_, i) =>
+      makeLogRow({ account_id: acct, at: t + i, request_body: body(i % 4 === 0 ? 'ibis' : 'plain') }),
+    );
+    await s.insertBatch(rows);
+    const want = rows
+      .filter((_, i) => i % 4 === 0)
+      .map((r) => r.id)
+      .reverse();
+    // The newest 5 rows (11..7) hold one match (8); a cursor leads on to the next window.
+    const first = await s.listRequests({ account_id: acct, search: 'ibis' }, { limit: 50 });
+    expect(ids(first.items)).toEqual(want.slice(0, 1));
+    expect(first.next_cursor).not.toBeNull();
+    const all: string[] = ids(first.items);
+    let cursor = first.next_cursor;
+    while (cursor) {
+      const page = await s.listRequests({ account_id: acct, search: 'ibis' }, { limit: 50, cursor });
+      all.push(...ids(page.items));
+      cursor = page.next_cursor;
+    }
+    expect(all).toEqual(want);
+    // A full page ends where its last match is, as with the index.
+    const one = await s.listRequests({ account_id: acct, search: 'ibis' }, { limit: 1 });
+    expect(ids(one.items)).toEqual(want.slice(0, 1));
+    const next = await s.listRequests(
+      { account_id: acct, search: 'ibis' },
+      { limit: 1, cursor: one.next_cursor },
+    );
+    expect(ids(next.items)).toEqual(want.slice(1, 2));
+    await open({ search: true });
+  });
+});
+
+describe('openStores', () => {
+  it('applies KEYRELAY_LOG_SEARCH from the config to the SQLite log', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-search-'));
+    const indexed = () => {
+      const db = openSqlite(join(dataDir, 'requests.db'));
+      try {
+        return hasSearchIndex(db);
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      for (const enabled of [false, true]) {
+        const stores = await openStores({
+          dataDir,
+          databaseUrl: null,
+          logSearch: { enabled, bodyChars: 8192, scanRows: 10_000 },
+        });
+        await Promise.all([stores.configStore.close(), stores.logStore.close(), stores.logWriter.close()]);
+        expect(indexed()).toBe(enabled);
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('applyLogSearch (SQLite)', () => {
+  it('changes the schema only when the settings differ from what the file holds', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keyrelay-search-'));
+    const db = openSqlite(join(dir, 'requests.db'));
+    try {
+      runSqliteMigrations(db, LOG_MIGRATIONS); // v4's index, from before these settings
+      expect(applyLogSearch(db, { enabled: true, bodyChars: 8192 })).toBe('rebuilt');
+      expect(applyLogSearch(db, { enabled: true, bodyChars: 8192 })).toBe('unchanged');
+      expect(applyLogSearch(db, { enabled: true, bodyChars: 100 })).toBe('rebuilt');
+      expect(applyLogSearch(db, { enabled: false, bodyChars: 100 })).toBe('dropped');
+      expect(applyLogSearch(db, { enabled: false, bodyChars: 8192 })).toBe('unchanged');
+      expect(hasSearchIndex(db)).toBe(false);
+      expect(applyLogSearch(db, { enabled: true, bodyChars: 0 })).toBe('rebuilt');
+      expect(hasSearchIndex(db)).toBe(true);
+    } finally {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
