@@ -71,8 +71,8 @@ function fingerprinter(key: Buffer): (credential: string) => string {
 
 export async function startServer(config: Readonly<Config>): Promise<RunningServer> {
   const metrics = createMetrics();
-  const { configStore, logStore, logWriter, kind, driver } = await openStores(config);
   const log = createLogger(config.logLevel, config.logFormat);
+  const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) => log.info(msg));
   log.info({ store: kind, driver, node: process.versions.node }, 'stores open');
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
   let bus: KeyEventBus;

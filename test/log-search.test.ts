@@ -10,7 +10,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.js';
 import { openStores } from '../src/store/factory.js';
-import { hasSearchColumn } from '../src/store/postgres/log-search.js';
+import { runPgMigrations } from '../src/store/postgres/db.js';
+import { applyPgLogSearch, hasSearchColumn } from '../src/store/postgres/log-search.js';
+import { LOG_MIGRATIONS as PG_LOG_MIGRATIONS } from '../src/store/postgres/log-schema.js';
 import { PgLogStore, type PgLogStoreOptions } from '../src/store/postgres/log-store.js';
 import { openSqlite, runSqliteMigrations } from '../src/store/sqlite/db.js';
 import { LOG_MIGRATIONS } from '../src/store/sqlite/log-schema.js';
@@ -249,6 +251,33 @@ describe('applyLogSearch (SQLite)', () => {
     } finally {
       db.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('applyPgLogSearch (PostgreSQL)', () => {
+  it('keeps an index from before these settings without rewriting the table; off and on rebuilds it', async () => {
+    const db = await createTestDatabase();
+    const pool = new pg.Pool({ connectionString: db.url });
+    const told: string[] = [];
+    const notify = (msg: string) => told.push(msg);
+    const file = async () =>
+      (await pool.query<{ f: string }>(`SELECT pg_relation_filenode('requests')::text AS f`)).rows[0]!.f;
+    try {
+      await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS); // v4's whole-body column, no comment
+      const before = await file();
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('kept');
+      expect(await file()).toBe(before); // no rewrite at upgrade
+      expect(told.join('\n')).toContain('KEYRELAY_LOG_SEARCH=false');
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 100 }, notify)).toBe('kept');
+      expect(await applyPgLogSearch(pool, { enabled: false, bodyChars: 8192 }, notify)).toBe('dropped');
+      expect(await hasSearchColumn(pool)).toBe(false);
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('rebuilt');
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('unchanged');
+      expect(told.at(-1)).toBe('request log search index rebuilt');
+    } finally {
+      await pool.end();
+      await db.drop();
     }
   });
 });

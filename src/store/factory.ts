@@ -26,11 +26,14 @@ export interface Stores {
 /** Opens both stores and runs their migrations. */
 export async function openStores(
   config: Pick<Config, 'dataDir' | 'databaseUrl'> & Partial<Pick<Config, 'logSearch'>>,
+  /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
+  notify?: (msg: string) => void,
 ): Promise<Stores> {
-  const search = config.logSearch && {
-    search: config.logSearch.enabled,
-    searchBodyChars: config.logSearch.bodyChars,
-    searchScanRows: config.logSearch.scanRows,
+  const search = {
+    search: config.logSearch?.enabled,
+    searchBodyChars: config.logSearch?.bodyChars,
+    searchScanRows: config.logSearch?.scanRows,
+    onSearchIndex: notify,
   };
   if (config.databaseUrl) {
     // Each store owns a pool on the URL; close() ends it. Loaded only when used: pg is memory a SQLite

@@ -9,6 +9,10 @@
  * column back, which computes it for every row already there (a table rewrite, under an exclusive lock:
  * on a large log, minutes during which the log cannot be written or read).
  *
+ * A column built before these settings existed (migration v4: whole bodies, no comment) is kept as it is
+ * and marked `body_chars=all`: replacing it rewrites the table, which an upgrade must not do on its own. It
+ * serves any body limit (it indexes more); switching search off and on again rebuilds it with the limit.
+ *
  * Bodies count as on SQLite (log-search.ts there): up to `bodyChars` characters each, half from the start
  * and half from the end. Punctuation becomes spaces first, so words split as SQLite's FTS5 splits them
  * (PostgreSQL's parser would keep paths, emails and URLs whole).
@@ -38,6 +42,7 @@ function columnSql(bodyChars: number): string {
 
 /** What the column's comment says when it was built with these settings. */
 const marker = (bodyChars: number) => `keyrelay search: body_chars=${bodyChars}`;
+const WHOLE_BODIES = 'keyrelay search: body_chars=all';
 
 export async function hasSearchColumn(pool: pg.Pool): Promise<boolean> {
   const { rows } = await pool.query(
@@ -51,7 +56,8 @@ export async function hasSearchColumn(pool: pg.Pool): Promise<boolean> {
 export async function applyPgLogSearch(
   pool: pg.Pool,
   s: { enabled: boolean; bodyChars: number },
-): Promise<'unchanged' | 'dropped' | 'rebuilt'> {
+  notify: (msg: string) => void = () => {},
+): Promise<'unchanged' | 'dropped' | 'rebuilt' | 'kept'> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -62,15 +68,28 @@ export async function applyPgLogSearch(
          WHERE attrelid = 'requests'::regclass AND attname = 'search_vector' AND NOT attisdropped`,
       );
       const have = rows[0];
-      let done: 'unchanged' | 'dropped' | 'rebuilt' = 'unchanged';
+      let done: 'unchanged' | 'dropped' | 'rebuilt' | 'kept' = 'unchanged';
       if (!s.enabled && have) {
         await client.query('ALTER TABLE requests DROP COLUMN search_vector');
+        notify('request log search index dropped (KEYRELAY_LOG_SEARCH=false): search scans the newest rows');
         done = 'dropped';
+      } else if (s.enabled && have && (have.comment === null || have.comment === WHOLE_BODIES)) {
+        if (have.comment === null) {
+          await client.query(`COMMENT ON COLUMN requests.search_vector IS '${WHOLE_BODIES}'`);
+          notify(
+            'request log search index from an earlier version kept: it indexes whole bodies; to apply ' +
+              'KEYRELAY_LOG_SEARCH_BODY_CHARS, start once with KEYRELAY_LOG_SEARCH=false, then with true ' +
+              '(a table rewrite)',
+          );
+        }
+        done = 'kept';
       } else if (s.enabled && have?.comment !== marker(s.bodyChars)) {
+        notify('rebuilding the request log search index (a table rewrite); keyrelay starts when it is done');
         await client.query('ALTER TABLE requests DROP COLUMN IF EXISTS search_vector');
         await client.query(`ALTER TABLE requests ADD COLUMN ${columnSql(s.bodyChars)}`);
         await client.query('CREATE INDEX requests_search ON requests USING gin (search_vector)');
         await client.query(`COMMENT ON COLUMN requests.search_vector IS '${marker(s.bodyChars)}'`);
+        notify('request log search index rebuilt');
         done = 'rebuilt';
       }
       await client.query('COMMIT');

@@ -126,6 +126,8 @@ export interface PgLogStoreOptions {
   searchBodyChars?: number;
   /** KEYRELAY_LOG_SEARCH_SCAN_ROWS: newest rows one page of search reads when there is no index. */
   searchScanRows?: number;
+  /** Told when migrate() drops, rebuilds or keeps an older index (a rebuild delays the start). */
+  onSearchIndex?: (msg: string) => void;
 }
 
 export class PgLogStore implements LogStore {
@@ -133,6 +135,7 @@ export class PgLogStore implements LogStore {
   private readonly ownsPool: boolean;
   private readonly search: { enabled: boolean; bodyChars: number };
   private readonly scanRows: number;
+  private readonly onSearchIndex: ((msg: string) => void) | undefined;
 
   /** A URL gives the store its own pool (ended by close()); a pool passed in stays the caller's. */
   constructor(poolOrUrl: pg.Pool | string, opts: PgLogStoreOptions = {}) {
@@ -141,6 +144,7 @@ export class PgLogStore implements LogStore {
     this.ownsPool = owned;
     this.search = { enabled: opts.search ?? true, bodyChars: opts.searchBodyChars ?? 8192 };
     this.scanRows = Math.max(1, Math.floor(opts.searchScanRows ?? DEFAULT_SEARCH_SCAN_ROWS));
+    this.onSearchIndex = opts.onSearchIndex;
     const batches = pgBatchStore(pool);
     this.upsertBatch = batches.upsertBatch;
     this.batchByOutputFile = batches.batchByOutputFile;
@@ -156,7 +160,7 @@ export class PgLogStore implements LogStore {
   /** The numbered migrations, then the full-text index as the settings ask (log-search.ts). */
   async migrate(): Promise<void> {
     await runPgMigrations(this.pool, 'log', LOG_MIGRATIONS);
-    await applyPgLogSearch(this.pool, this.search);
+    await applyPgLogSearch(this.pool, this.search, this.onSearchIndex);
   }
 
   async close(): Promise<void> {

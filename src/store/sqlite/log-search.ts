@@ -106,8 +106,13 @@ export function hasSearchIndex(db: Db): boolean {
  * otherwise the old index and triggers go, and, when enabled, the new ones come and index every row already
  * there (rows themselves are never touched). Returns what it did, for the start-up log.
  */
-export function applyLogSearch(db: Db, s: LogSearchSettings): 'unchanged' | 'dropped' | 'rebuilt' {
+export function applyLogSearch(
+  db: Db,
+  s: LogSearchSettings,
+  notify: (msg: string) => void = () => {},
+): 'unchanged' | 'dropped' | 'rebuilt' {
   const want = s.enabled ? wanted(s.bodyChars) : [];
+  const started = performance.now();
   return db.transaction(
     () => {
       const have = db
@@ -123,9 +128,17 @@ export function applyLogSearch(db: Db, s: LogSearchSettings): 'unchanged' | 'dro
           .every((w, i) => have[i]!.name === w.name && have[i]!.sql === w.sql);
       if (same) return 'unchanged';
       db.exec(DROP);
-      if (!s.enabled) return 'dropped';
+      if (!s.enabled) {
+        notify('request log search index dropped (KEYRELAY_LOG_SEARCH=false): search scans the newest rows');
+        return 'dropped';
+      }
+      // Once per change of settings (and once at the upgrade that made the index per transaction): the
+      // start waits for it, so say why.
+      const rows = db.prepare<[], { n: number | null }>('SELECT max(rowid) AS n FROM requests').get()!.n ?? 0;
+      notify(`rebuilding the request log search index over ~${rows} rows; keyrelay starts when it is done`);
       for (const w of want) db.exec(w.sql);
       db.prepare(INDEX_NEW_ROWS_SQL).run(0);
+      notify(`request log search index rebuilt in ${Math.round(performance.now() - started)} ms`);
       return 'rebuilt';
     },
     { immediate: true },

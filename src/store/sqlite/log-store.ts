@@ -99,6 +99,8 @@ export interface SqliteLogStoreOptions extends OpenOptions {
   searchBodyChars?: number;
   /** KEYRELAY_LOG_SEARCH_SCAN_ROWS: newest rows one page of search reads when there is no index. */
   searchScanRows?: number;
+  /** Told when migrate() drops or rebuilds the index (a rebuild delays the start: the log says why). */
+  onSearchIndex?: (msg: string) => void;
 }
 
 export class SqliteLogStore implements LogStore {
@@ -106,9 +108,11 @@ export class SqliteLogStore implements LogStore {
   private readonly stmt: StatementCache;
   private readonly search: LogSearchSettings;
   private readonly scanRows: number;
+  private readonly onSearchIndex: ((msg: string) => void) | undefined;
 
   constructor(path: string, opts: SqliteLogStoreOptions = {}) {
     this.db = openSqlite(path, opts);
+    this.onSearchIndex = opts.onSearchIndex;
     this.search = {
       enabled: opts.search ?? DEFAULT_LOG_SEARCH.enabled,
       bodyChars: opts.searchBodyChars ?? DEFAULT_LOG_SEARCH.bodyChars,
@@ -130,7 +134,7 @@ export class SqliteLogStore implements LogStore {
   /** The numbered migrations, then the full-text index as the settings ask (log-search.ts). */
   async migrate(): Promise<void> {
     runSqliteMigrations(this.db, LOG_MIGRATIONS);
-    applyLogSearch(this.db, this.search);
+    applyLogSearch(this.db, this.search, this.onSearchIndex);
   }
 
   async close(): Promise<void> {
