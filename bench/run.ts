@@ -202,6 +202,10 @@ for (const s of subjects) {
 removeDirs(Object.values(setup.dataDirs));
 const profile = profileDir ? summarizeProfiles(profileDir, 25) : null;
 
+// Issue #13's bound: the CPU a hard budget and a tokens-per-minute limit add to a request (bench/limits.ts),
+// on keyrelay's core like the proxies.
+const limitsText = opts.stagesOnly || !opts.keyrelay ? null : runLimitsBench(opts.pin, opts.quick);
+
 const results = aggregate(raw);
 const checks = evaluate(results);
 const othersMedian = [...others].sort((a, b) => a - b)[others.length >> 1] ?? 0;
@@ -225,6 +229,7 @@ const report = {
   log_rows: logRows,
   profile,
   stages,
+  limits: limitsText,
   raw,
 };
 const outFile = opts.out ?? join(resultsDir, `${stamp}.json`);
@@ -246,7 +251,22 @@ if (stages) {
   );
   console.log(stages.text);
 }
+if (limitsText) console.log(`\nLimits (issue #13, \`npm run bench:limits\`):\n${limitsText}`);
 console.log(`\nJSON: ${outFile}`);
+
+function runLimitsBench(pin: boolean, quick: boolean): string {
+  const args = ['--import', 'tsx', join(ROOT, 'bench/limits.ts'), '--rounds', quick ? '5' : '15'];
+  if (quick) args.push('--requests', '5000');
+  log('limits: a hard budget and a tokens-per-minute limit against no limits…');
+  try {
+    const out = pin
+      ? execFileSync('taskset', ['-c', '1', process.execPath, ...args], { cwd: ROOT, encoding: 'utf8' })
+      : execFileSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8' });
+    return out.trim();
+  } catch (err) {
+    return `limits bench failed: ${String(err).slice(0, 500)}`;
+  }
+}
 
 // The WebSocket scenario (bench/websocket.ts: beside a bare ws relay), in its own processes, after the above;
 // only with --ws (or `npm run bench:ws` alone), to keep the HTTP run within a few minutes.

@@ -81,7 +81,9 @@ export function RequestsPage() {
 
   const rows = [...(first.data?.items ?? []), ...extra];
   const filtered = Object.keys(filters).length > 0;
-  const showEmpty = first.data && rows.length === 0;
+  // Without the log's search index a page reads a bounded window of rows: an empty page with a cursor means
+  // "none in the rows read so far", not "none at all".
+  const showEmpty = first.data && rows.length === 0 && !first.data.next_cursor && !cursor;
 
   return (
     <>
@@ -151,6 +153,9 @@ export function RequestsPage() {
                 {moreError}
               </span>
             )}
+            {cursor && rows.length === 0 && (
+              <span className="muted small">No matches in the newest requests searched so far.</span>
+            )}
             {cursor ? (
               <button
                 type="button"
@@ -158,7 +163,7 @@ export function RequestsPage() {
                 disabled={moreBusy}
                 onClick={() => void loadMore()}
               >
-                {moreBusy ? 'Loading…' : 'Load more'}
+                {moreBusy ? 'Loading…' : rows.length === 0 ? 'Search older requests' : 'Load more'}
               </button>
             ) : (
               first.data &&
