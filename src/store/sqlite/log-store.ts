@@ -72,11 +72,29 @@ const ENCODERS: ((r: RequestLogRow) => Value)[] = LOG_COLUMNS.map((c) => {
   };
 });
 
+/** A row as bound to the INSERT: its values in LOG_COLUMNS order. */
+export type EncodedRow = Value[];
+
 /** Values in LOG_COLUMNS order: node:sqlite binds `?` ~5× faster than named parameters (~15 µs a row). */
-function encodeRow(r: RequestLogRow): Value[] {
+function encodeRow(r: RequestLogRow): EncodedRow {
   const out = new Array<Value>(ENCODERS.length);
   for (let i = 0; i < ENCODERS.length; i += 1) out[i] = ENCODERS[i]!(r);
   return out;
+}
+
+/** Encodes rows for insertEncoded; a row that cannot be encoded is counted as rejected, the rest kept. */
+export function encodeRows(rows: readonly RequestLogRow[]): { encoded: EncodedRow[]; rejected: number } {
+  const encoded: EncodedRow[] = [];
+  let rejected = 0;
+  for (const r of rows) {
+    try {
+      encoded.push(encodeRow(r));
+    } catch (err) {
+      if (!isRowError(err)) throw err;
+      rejected++;
+    }
+  }
+  return { encoded, rejected };
 }
 
 function decodeRow<T>(row: DbRow): T {
@@ -142,21 +160,22 @@ export class SqliteLogStore implements LogStore {
   }
 
   async insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
-    if (rows.length === 0) return { inserted: 0, rejected: 0 };
+    const { encoded, rejected } = encodeRows(rows);
+    return Promise.resolve(this.insertEncoded(encoded, rejected));
+  }
+
+  /**
+   * Writes encoded rows (encodeRows) in one transaction; `rejected` rows were refused before. The log writer
+   * encodes on the event loop and sends these arrays to its worker: a structured clone of 45 values costs
+   * less than one of an object with 45 named properties, and the worker's share of the core is smaller.
+   */
+  insertEncoded(encoded: readonly EncodedRow[], refusedBefore: number): InsertResult {
+    let rejected = refusedBefore;
+    if (encoded.length === 0) return { inserted: 0, rejected };
     const insert = this.stmt<Value[]>(
       `INSERT INTO requests (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})
        ON CONFLICT(id) DO NOTHING`,
     );
-    const encoded: Value[][] = [];
-    let rejected = 0;
-    for (const r of rows) {
-      try {
-        encoded.push(encodeRow(r));
-      } catch (err) {
-        if (!isRowError(err)) throw err;
-        rejected++;
-      }
-    }
     try {
       const inserted = this.db.transaction(
         () => this.indexing(() => encoded.reduce((n, p) => n + insert.run(...p).changes, 0)),

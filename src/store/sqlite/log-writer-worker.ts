@@ -1,8 +1,7 @@
 /** Worker thread that owns the SQLite request-log writes (see log-writer.ts). */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { RequestLogRow } from '../../types.js';
 import type { InsertResult } from '../types.js';
-import { SqliteLogStore } from './log-store.js';
+import { SqliteLogStore, type EncodedRow } from './log-store.js';
 
 const store = new SqliteLogStore((workerData as { path: string }).path);
 const port = parentPort!;
@@ -18,11 +17,11 @@ const port = parentPort!;
 const ROWS_PER_TRANSACTION = 100;
 const pause = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
 
-async function insertSpread(rows: readonly RequestLogRow[]): Promise<InsertResult> {
-  const total = { inserted: 0, rejected: 0 };
+async function insertSpread(rows: readonly EncodedRow[], rejected: number): Promise<InsertResult> {
+  const total = { inserted: 0, rejected };
   for (let i = 0; i < rows.length; i += ROWS_PER_TRANSACTION) {
     if (i > 0) await pause();
-    const part = await store.insertBatch(rows.slice(i, i + ROWS_PER_TRANSACTION));
+    const part = store.insertEncoded(rows.slice(i, i + ROWS_PER_TRANSACTION), 0);
     total.inserted += part.inserted;
     total.rejected += part.rejected;
   }
@@ -32,13 +31,13 @@ async function insertSpread(rows: readonly RequestLogRow[]): Promise<InsertResul
 // One batch at a time, and close only after the last one.
 let work: Promise<void> = Promise.resolve();
 
-port.on('message', (msg: { id: number; rows: RequestLogRow[] } | { close: true }) => {
+port.on('message', (msg: { id: number; rows: EncodedRow[]; rejected: number } | { close: true }) => {
   if ('close' in msg) {
     work = work.then(() => store.close()).then(() => port.close());
     return;
   }
   work = work.then(() =>
-    insertSpread(msg.rows).then(
+    insertSpread(msg.rows, msg.rejected).then(
       (result) => port.postMessage({ id: msg.id, result }),
       (err: unknown) =>
         port.postMessage({
