@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { ApiError, api, type KeyView } from '../api.js';
 import {
   diffLimits,
@@ -30,14 +30,18 @@ export function LimitsDialog({
   onClose: () => void;
   onSaved: () => void;
 }) {
-  const [draft, setDraft] = useState<LimitsDraft>(() => draftFromLimits(NO_LIMITS));
+  const [draft, setDraft] = useState<LimitsDraft>(() => draftFromLimits(keyView ?? NO_LIMITS));
   const action = useAction(errorsFromApi);
   const { busy, setError: setErrors } = action;
   const errors = action.error ?? {};
-  useEffect(() => {
+  // The key's limits are in the fields from the dialog's first frame (an effect would show them empty for
+  // one render, and a quick reader or test would see that): state reset while rendering, as React advises.
+  const [shownFor, setShownFor] = useState(keyView);
+  if (keyView !== shownFor) {
+    setShownFor(keyView);
     if (keyView) setDraft(draftFromLimits(keyView));
     setErrors(null);
-  }, [keyView, setErrors]);
+  }
 
   async function submit(e: FormEvent): Promise<void> {
     e.preventDefault();
