@@ -208,3 +208,25 @@ export function toUsageNumbers(
 
 /** Rows with no model (e.g. refused before the body was read) are grouped under this label. */
 export const NO_MODEL_GROUP = '';
+
+/**
+ * Each row encoded for a store's INSERT; a row whose encoding fails on its own (`isRowError`) is counted as
+ * rejected and the rest kept, any other failure thrown.
+ */
+export function encodeEach<V>(
+  rows: readonly RequestLogRow[],
+  encode: (r: RequestLogRow) => V,
+  isRowError: (err: unknown) => boolean,
+): { encoded: V[]; rejected: number } {
+  const encoded: V[] = [];
+  let rejected = 0;
+  for (const r of rows) {
+    try {
+      encoded.push(encode(r));
+    } catch (err) {
+      if (!isRowError(err)) throw err;
+      rejected++;
+    }
+  }
+  return { encoded, rejected };
+}

@@ -16,6 +16,7 @@ import {
   scanSearchSql,
   searchWords,
   decodeCursor,
+  encodeEach,
   encodeCursor,
   sortBreakdown,
   toUsageNumbers,
@@ -168,16 +169,8 @@ export class PgLogStore implements LogStore {
   }
 
   async insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
-    const encoded: Value[][] = [];
-    let rejected = 0;
-    for (const r of rows) {
-      try {
-        encoded.push(encodeRow(r));
-      } catch (err) {
-        if (!isRowError(err)) throw err;
-        rejected++;
-      }
-    }
+    const { encoded, rejected: refused } = encodeEach(rows, encodeRow, isRowError);
+    let rejected = refused;
     if (encoded.length === 0) return { inserted: 0, rejected };
     try {
       const res = await this.pool.query(INSERT_SQL, columnsOf(encoded));

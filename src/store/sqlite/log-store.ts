@@ -14,6 +14,7 @@ import {
   SUMMARY_COLUMNS,
   buildWhere,
   decodeCursor,
+  encodeEach,
   encodeCursor,
   percentileCont,
   scanSearchSql,
@@ -84,17 +85,7 @@ function encodeRow(r: RequestLogRow): EncodedRow {
 
 /** Encodes rows for insertEncoded; a row that cannot be encoded is counted as rejected, the rest kept. */
 export function encodeRows(rows: readonly RequestLogRow[]): { encoded: EncodedRow[]; rejected: number } {
-  const encoded: EncodedRow[] = [];
-  let rejected = 0;
-  for (const r of rows) {
-    try {
-      encoded.push(encodeRow(r));
-    } catch (err) {
-      if (!isRowError(err)) throw err;
-      rejected++;
-    }
-  }
-  return { encoded, rejected };
+  return encodeEach(rows, encodeRow, isRowError);
 }
 
 function decodeRow<T>(row: DbRow): T {
