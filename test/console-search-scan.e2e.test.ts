@@ -5,7 +5,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureConsoleBuilt, findChromium, launchBrowser } from './helpers/browser.js';
+import { ensureConsoleBuilt, findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { makeLogRow } from './helpers/log-rows.js';
 
@@ -52,6 +52,7 @@ describe('Requests search without the index', () => {
     await page.goto(`${h.url}/requests?q=ibis`);
     await page.getByText('No matches in the newest requests searched so far.').waitFor();
     expect(await page.getByText('No requests match these filters').count()).toBe(0);
+    await screenshotBothWidths(page, 'requests-search-scan');
     const older = page.getByRole('button', { name: 'Search older requests' });
     for (
       let i = 0;
