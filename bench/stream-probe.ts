@@ -9,7 +9,7 @@
  * Each --variant is one more keyrelay column (its own data dir), interleaved with the others like the bench.
  * keyrelay's stderr (e.g. --trace-gc) goes to bench/results/stream-probe-keyrelay.log.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
@@ -23,7 +23,8 @@ const arg = (name: string, def: string): string => {
   const i = argv.indexOf(name);
   return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : def;
 };
-const all = (name: string): string[] => argv.flatMap((a, i) => (a === name && argv[i + 1] ? [argv[i + 1]!] : []));
+const all = (name: string): string[] =>
+  argv.flatMap((a, i) => (a === name && argv[i + 1] ? [argv[i + 1]!] : []));
 const reps = Number(arg('--reps', '5'));
 const gapMs = Number(arg('--gap-ms', '6000'));
 const providers = arg('--provider', 'openai,anthropic').split(',') as ProviderName[];
@@ -48,7 +49,15 @@ const variants: [string, Record<string, string>][] = [
   ['keyrelay', {}],
   ...all('--variant').map((v): [string, Record<string, string>] => {
     const [name, list = ''] = v.split(/:(.*)/s);
-    return [name!, Object.fromEntries(list.split(',').filter(Boolean).map((e) => e.split(/=(.*)/s).slice(0, 2)))];
+    return [
+      name!,
+      Object.fromEntries(
+        list
+          .split(',')
+          .filter(Boolean)
+          .map((e) => e.split(/=(.*)/s).slice(0, 2)),
+      ),
+    ];
   }),
 ];
 const krs: { id: string; child: Awaited<ReturnType<typeof startKeyrelay>>; key: string }[] = [];
@@ -70,6 +79,7 @@ for (const [id, extra] of variants) {
 
 interface Subject {
   id: string;
+  pid: number;
   origin: string;
   prefix: string;
   headers: Record<ProviderName, Record<string, string>>;
@@ -79,9 +89,10 @@ const auth = {
   anthropic: { 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
 };
 const subjects: Subject[] = [
-  { id: 'bare', origin: `http://127.0.0.1:${bare.port}`, prefix: '/api/proxy', headers: auth },
+  { id: 'bare', pid: bare.pid, origin: `http://127.0.0.1:${bare.port}`, prefix: '/api/proxy', headers: auth },
   ...krs.map(({ id, child, key }) => ({
     id,
+    pid: child.pid,
     origin: `http://127.0.0.1:${child.port}`,
     prefix: '/api/proxy',
     headers: {
@@ -120,7 +131,12 @@ async function one(s: Subject, provider: ProviderName, stream: boolean, query: s
 }
 
 /** The bench's stream step: `concurrency` callers, each streaming one request after another. */
-async function streamStep(s: Subject, provider: ProviderName, chunkMs: number, ms: number): Promise<Sample[]> {
+async function streamStep(
+  s: Subject,
+  provider: ProviderName,
+  chunkMs: number,
+  ms: number,
+): Promise<Sample[]> {
   const query = upstreamQuery(50, chunkMs);
   const out: Sample[] = [];
   const t0 = performance.now();
@@ -170,7 +186,26 @@ for (const provider of providers) {
     for (const s of subjects) {
       await sleep(gapMs);
       measuring = s.id;
+      // Threads that appear during the step (the log writer's worker starting), by time since its start.
+      const tids = (): string[] => {
+        try {
+          return readdirSync(`/proc/${s.pid}/task`);
+        } catch {
+          return [];
+        }
+      };
+      const known = new Set(tids());
+      const born: number[] = [];
+      const stepStart = performance.now();
+      const watch = setInterval(() => {
+        for (const t of tids()) {
+          if (known.has(t)) continue;
+          known.add(t);
+          born.push(performance.now() - stepStart);
+        }
+      }, 2);
       const samples = await streamStep(s, provider, 2, durationMs);
+      clearInterval(watch);
       measuring = '';
       const ttfb = samples.map((x) => x.ttfbMs);
       const p50 = pct(ttfb, 50);
@@ -188,7 +223,7 @@ for (const provider of providers) {
       const slow = [...samples].sort((a, b) => b.ttfbMs - a.ttfbMs).slice(0, 14);
       console.log(
         `${k} rep ${rep}: n ${samples.length} p50 ${p50.toFixed(2)} p99 ${p99.toFixed(2)} max ${pct(ttfb, 100).toFixed(1)}` +
-          ` | round max ${worst} | 14 slowest at ms ${slow.map((x) => `${x.startMs.toFixed(0)}(r${x.round})`).join(' ')}`,
+          ` | new threads at ms ${born.map((t) => t.toFixed(0)).join(',') || '-'} | round max ${worst} | 14 slowest at ms ${slow.map((x) => `${x.startMs.toFixed(0)}(r${x.round})`).join(' ')}`,
       );
     }
   }
@@ -198,6 +233,17 @@ for (const [k, v] of Object.entries(summary))
   console.log(`${k}: median p50 ${med(v.p50).toFixed(2)} ms, median p99 ${med(v.p99).toFixed(2)} ms`);
 
 clearInterval(warmTimer);
+// --settle-ms N: VmRSS of every column after N ms without requests (the bench reads it after 33 s).
+const settle = Number(arg('--settle-ms', '0'));
+if (settle > 0) {
+  await sleep(settle);
+  for (const s of subjects) {
+    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'));
+    console.log(
+      `${s.id}: RSS ${m ? (Number(m[1]) / 1024).toFixed(0) : '?'} MB after ${settle} ms idle, threads ${readdirSync(`/proc/${s.pid}/task`).length}`,
+    );
+  }
+}
 for (const p of pools.values()) await p.destroy();
 for (const k of krs) await k.child.stop();
 await bare.stop();
