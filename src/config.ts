@@ -56,6 +56,7 @@ const schema = z.object({
    */
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(100),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
+  KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(20_000),
   KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
   /**
    * The request log's full-text index (console search). Off: cheaper log writes (docs/performance.md), and
@@ -126,6 +127,8 @@ export interface Config {
   bodyRetentionDays: number;
   logBatchSize: number;
   logFlushMs: number;
+  /** SQLite: how long the log writer's thread outlives its last write. */
+  logWriterIdleMs: number;
   logQueueMax: number;
   logSearch: { enabled: boolean; bodyChars: number; scanRows: number };
   drainTimeoutMs: number;
@@ -189,6 +192,7 @@ export function loadConfig(
     bodyRetentionDays: e.KEYRELAY_BODY_RETENTION_DAYS ?? e.KEYRELAY_RETENTION_DAYS,
     logBatchSize: e.KEYRELAY_LOG_BATCH_SIZE,
     logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
+    logWriterIdleMs: e.KEYRELAY_LOG_WRITER_IDLE_MS,
     logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,
     logSearch: {
       enabled: e.KEYRELAY_LOG_SEARCH,

@@ -25,7 +25,7 @@ export interface Stores {
 
 /** Opens both stores and runs their migrations. */
 export async function openStores(
-  config: Pick<Config, 'dataDir' | 'databaseUrl'> & Partial<Pick<Config, 'logSearch'>>,
+  config: Pick<Config, 'dataDir' | 'databaseUrl'> & Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs'>>,
   /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
   notify?: (msg: string) => void,
 ): Promise<Stores> {
@@ -53,7 +53,7 @@ export async function openStores(
   const logStore = new SqliteLogStore(logPath, search);
   await migrateOrClose(configStore, logStore);
   const driver = defaultSqliteDriver();
-  return { configStore, logStore, logWriter: new SqliteLogWriter(logPath), kind: 'sqlite', driver };
+  return { configStore, logStore, logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs), kind: 'sqlite', driver };
 }
 
 /** A failed migration closes both stores, so a refused start leaves no pool or file handle open. */

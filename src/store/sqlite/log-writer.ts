@@ -41,10 +41,12 @@ export class SqliteLogWriter {
   constructor(
     private readonly path: string,
     /**
-     * A worker with nothing to write for this long exits. After a burst it holds ~90 MB that only its exit
-     * gives back (its own malloc arena, not its V8 heap); a new one starts in ~30 ms on the next write.
+     * A worker with nothing to write for this long exits (KEYRELAY_LOG_WRITER_IDLE_MS). After a burst it
+     * holds ~90 MB that only its exit gives back (its own malloc arena, not its V8 heap); a new one costs
+     * ~29 ms of CPU on the process's core, and traffic that pauses for a few seconds paid that at every
+     * restart, in the first bytes of the requests that met it (docs/performance.md, "stream first byte").
      */
-    private readonly idleMs = 3_000,
+    private readonly idleMs = 20_000,
   ) {}
 
   insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
