@@ -53,7 +53,13 @@ export async function openStores(
   const logStore = new SqliteLogStore(logPath, search);
   await migrateOrClose(configStore, logStore);
   const driver = defaultSqliteDriver();
-  return { configStore, logStore, logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs), kind: 'sqlite', driver };
+  return {
+    configStore,
+    logStore,
+    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs),
+    kind: 'sqlite',
+    driver,
+  };
 }
 
 /** A failed migration closes both stores, so a refused start leaves no pool or file handle open. */
