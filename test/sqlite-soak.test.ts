@@ -74,6 +74,8 @@ describe('SQLite soak on this Node', () => {
       KEYRELAY_OPENAI_UPSTREAM: openai.url,
       KEYRELAY_PORT: '0',
       KEYRELAY_LOG_LEVEL: 'info',
+      // Shorter than the pauses below, so each burst after the first meets a new worker.
+      KEYRELAY_LOG_WRITER_IDLE_MS: '3000',
     };
     const { key } = await createUserWithKey('soak@example.com', env);
 
