@@ -35,6 +35,9 @@ describe('loadConfig', () => {
     ['KEYRELAY_LOG_SEARCH', 'sometimes'],
     ['KEYRELAY_LOG_SEARCH_BODY_CHARS', '-1'],
     ['KEYRELAY_LOG_SEARCH_SCAN_ROWS', '0'],
+    ['KEYRELAY_LOGIN_MAX_PER_IP', '0'],
+    ['KEYRELAY_LOGIN_WINDOW_MINUTES', 'soon'],
+    ['KEYRELAY_LOG_WRITER_IDLE_MS', '5'],
   ])('refuses %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

@@ -69,6 +69,9 @@ const schema = z.object({
   KEYRELAY_DRAIN_TIMEOUT_MS: int(0).default(30_000),
   KEYRELAY_TRUST_PROXY: bool.default(false),
   KEYRELAY_SESSION_IDLE_HOURS: int(1).default(24),
+  KEYRELAY_LOGIN_WINDOW_MINUTES: int(1).default(15),
+  KEYRELAY_LOGIN_MAX_PER_EMAIL: int(1).default(5),
+  KEYRELAY_LOGIN_MAX_PER_IP: int(1).default(20),
   KEYRELAY_SESSION_MAX_DAYS: int(1).default(14),
   // WebSockets (src/proxy/websocket/): largest message either way, silence before closing, buffering per
   // direction (pause the sending side above the high-water mark, close both above the cap).
@@ -134,6 +137,8 @@ export interface Config {
   drainTimeoutMs: number;
   trustProxy: boolean;
   sessionIdleMs: number;
+  /** Console sign-in and sign-up throttling: attempts per email and per client IP within the window. */
+  loginThrottle: { windowMs: number; maxPerEmail: number; maxPerIp: number };
   sessionMaxMs: number;
   logLevel: string;
   ws: { maxMessageBytes: number; idleTimeoutMs: number; highWaterBytes: number; maxBufferBytes: number };
@@ -202,6 +207,11 @@ export function loadConfig(
     drainTimeoutMs: e.KEYRELAY_DRAIN_TIMEOUT_MS,
     trustProxy: e.KEYRELAY_TRUST_PROXY,
     sessionIdleMs: e.KEYRELAY_SESSION_IDLE_HOURS * 3_600_000,
+    loginThrottle: {
+      windowMs: e.KEYRELAY_LOGIN_WINDOW_MINUTES * 60_000,
+      maxPerEmail: e.KEYRELAY_LOGIN_MAX_PER_EMAIL,
+      maxPerIp: e.KEYRELAY_LOGIN_MAX_PER_IP,
+    },
     sessionMaxMs: e.KEYRELAY_SESSION_MAX_DAYS * 86_400_000,
     logLevel: e.KEYRELAY_LOG_LEVEL,
     ws: Object.freeze({

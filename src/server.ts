@@ -89,13 +89,13 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     sharedCounters = createRedisCounters(redis.client);
     sharedHolds = createRedisHolds(redis.client);
     throttle = new FallbackLoginThrottle(
-      new RedisLoginThrottle(redis.client),
-      new MemoryLoginThrottle(),
+      new RedisLoginThrottle(redis.client, { limits: config.loginThrottle }),
+      new MemoryLoginThrottle(config.loginThrottle),
       log,
     );
   } else {
     bus = new LocalKeyEventBus();
-    throttle = new MemoryLoginThrottle();
+    throttle = new MemoryLoginThrottle(config.loginThrottle);
   }
   const fingerprintKey = Buffer.from(
     await configStore.ensureSecret('credential_fingerprint', randomBytes(32).toString('base64')),
