@@ -326,6 +326,8 @@ describe('console with long names, many rows and every state', () => {
     await page.keyboard.press('Escape');
     await page.reload();
     await page.locator('table.requests-table th', { hasText: 'End user' }).waitFor();
+    // The header shows while the page's rows are still loading: wait for the rows, not just the header.
+    await page.locator('table.requests-table tbody tr.clickable').first().waitFor();
     expect(await page.locator('table.requests-table tbody .c-end_user').allTextContents()).toContain(
       'end-user-0@customer.example',
     );
