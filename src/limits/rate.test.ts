@@ -72,7 +72,7 @@ describe('RateCounters', () => {
 });
 
 describe('RateCounters.adjust', () => {
-  it('refunds tokens only within the window that counted them; more usage lands in the current one', () => {
+  it('refunds tokens to the window that counted them, also once it has ended; more usage lands in the current one', () => {
     const r = new RateCounters(false);
     const t0 = 10 * 60_000; // start of window 10
     expect(r.admit('k', 100, t0, 80, true)).toBeNull();
@@ -80,7 +80,21 @@ describe('RateCounters.adjust', () => {
     expect(r.admit('k', 100, t0 + 2000, 80)).toBeNull(); // 20 + 80 fit
     const r2 = new RateCounters(false);
     expect(r2.admit('k', 100, t0, 80, true)).toBeNull();
-    r2.adjust('k', 10, -60, t0 + 60_000 + 1000); // ended in the next window: no refund there
-    expect(r2.admit('k', 100, t0 + 60_000 + 2000, 30)).not.toBeNull(); // 80 weighted ≈ 78 + 30 > 100
+    // Ended in the next window: the refund goes to the window before, which still weighs on the estimate.
+    r2.adjust('k', 10, -60, t0 + 60_000 + 1000);
+    expect(r2.admit('k', 100, t0 + 60_000 + 2000, 75)).toBeNull(); // 20 weighted ≈ 20 + 75 ≤ 100
+    // Two windows later it no longer counts: nothing to refund.
+    const r3 = new RateCounters(true);
+    expect(r3.admit('k', 100, t0, 80, true)).toBeNull();
+    r3.adjust('k', 10, -60, t0 + 120_000 + 1000);
+    expect(r3.collect(t0 + 120_000 + 2000).leftovers).toEqual([{ keyId: 'k', window: 10, delta: 80 }]);
+    // With shared counters the ended window's refund is pushed with the leftovers.
+    const r4 = new RateCounters(true);
+    expect(r4.admit('k', 100, t0, 80, true)).toBeNull();
+    r4.adjust('k', 10, -60, t0 + 60_000 + 1000);
+    expect(r4.collect(t0 + 60_000 + 2000).leftovers).toEqual([
+      { keyId: 'k', window: 10, delta: 80 },
+      { keyId: 'k', window: 10, delta: -60 },
+    ]);
   });
 });

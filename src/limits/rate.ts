@@ -70,20 +70,27 @@ export class RateCounters {
   }
 
   /**
-   * Corrects an admitted amount (a request's real tokens once it ended, or an admission taken back). A
-   * correction for a window that has since ended is dropped when it is a refund, and counted in the current
-   * window when it is more usage (late, but never lost).
+   * Corrects an admitted amount (a request's real tokens once it ended, or an admission taken back). A refund
+   * goes to the window that counted it while that window still weighs on the estimate (the current one or
+   * the one before: a request that ends after a minute boundary must not leave its whole reservation
+   * counted for the next minute); more usage than admitted is counted in the current window (late, never
+   * lost).
    */
   adjust(keyId: string, window: number, delta: number, now: number): void {
     if (delta === 0) return;
     const s = this.states.get(keyId);
     if (!s) return;
     const current = Math.floor(now / MINUTE_MS);
-    // A refund only applies to the window that counted it, while it is still the current one.
-    if (delta < 0 && (s.window !== window || current !== window)) return;
     if (s.window !== current) this.roll(keyId, s, current);
-    s.count += delta;
-    s.pending += delta;
+    if (delta > 0 || window === s.window) {
+      s.count += delta;
+      s.pending += delta;
+    } else if (window === s.window - 1) {
+      const refund = Math.max(delta, -s.prev);
+      s.prev += refund;
+      // The ended window's shared total gets it too, with the next sync's leftovers.
+      if (this.shared && refund < 0) this.leftovers.push({ keyId, window, delta: refund });
+    }
   }
 
   private roll(keyId: string, s: RateState, window: number): void {
