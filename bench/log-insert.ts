@@ -1,6 +1,6 @@
 /**
  * What one request-log row costs the SQLite writer, in isolation: SqliteLogStore.insertBatch in batches of
- * 100 rows (the writer's transaction size) into a fresh file, CPU time (process.cpuUsage) per row, median of
+ * 500 rows (the writer's transaction size under load, KEYRELAY_LOG_BATCH_SIZE) into a fresh file, CPU time (process.cpuUsage) per row, median of
  * several runs, with the full-text index on and off (KEYRELAY_LOG_SEARCH) and three body sizes.
  *
  *   npx tsx bench/log-insert.ts [rows] [runs]      (default 20000 rows, 5 runs)
@@ -16,6 +16,7 @@ import { makeLogRow } from '../test/helpers/log-rows.js';
 
 const ROWS = Number(process.argv[2] ?? 20_000);
 const RUNS = Number(process.argv[3] ?? 5);
+const BATCH = Number(process.env.KEYRELAY_LOG_BATCH_SIZE ?? 500);
 const BODY_CHARS = Number(process.env.KEYRELAY_LOG_SEARCH_BODY_CHARS ?? 8192);
 const WORDS = (
   'the quick brown fox jumps over lazy dog summarise translate refactor invoice weather recipe poem contract ' +
@@ -57,7 +58,7 @@ async function once(rows: RequestLogRow[], search: boolean): Promise<number> {
   try {
     await store.migrate();
     const t = process.cpuUsage();
-    for (let i = 0; i < rows.length; i += 100) await store.insertBatch(rows.slice(i, i + 100));
+    for (let i = 0; i < rows.length; i += BATCH) await store.insertBatch(rows.slice(i, i + BATCH));
     const u = process.cpuUsage(t);
     return (u.user + u.system) / rows.length;
   } finally {

@@ -1,6 +1,7 @@
 /**
- * A/B of node flags for keyrelay: `npm run bench:flags -- [--node PATH] [--reps N] -- <flags A> -- <flags B>`
- * (empty = none), e.g. `-- -- --max-semi-space-size=16`. Two keyrelays as shipped, both pinned to CPU 1,
+ * A/B of node flags for keyrelay: `npm run bench:flags -- [--node PATH] [--reps N] [--pause MS] -- <flags A> -- <flags B>`
+ * (empty = none), e.g. `-- -- --max-semi-space-size=16`; a `NAME=VALUE` in a group is a setting instead, e.g.
+ * `-- -- KEYRELAY_LOG_BATCH_SIZE=500`. Two keyrelays as shipped, both pinned to CPU 1,
  * saturated in turn (64 connections); CPU per request (/proc, all threads), throughput and RSS peak per
  * repetition, then 1,000 slow streams each for RSS. Uses the built dist/ (run `npm run build` first).
  */
@@ -16,6 +17,8 @@ import { median } from './stats.js';
 const argv = process.argv.slice(2);
 let node = process.execPath;
 let reps = 3;
+/** Quiet time before each repetition: the main bench leaves a keyrelay ~20 s idle between its own. */
+let pauseMs = 0;
 const groups: string[][] = [];
 for (let i = 0; i < argv.length; i += 1) {
   const a = argv[i]!;
@@ -23,8 +26,11 @@ for (let i = 0; i < argv.length; i += 1) {
   else if (groups.length > 0) groups[groups.length - 1]!.push(a);
   else if (a === '--node') node = argv[++i]!;
   else if (a === '--reps') reps = Number(argv[++i]) || 3;
+  else if (a === '--pause') pauseMs = Number(argv[++i]) || 0;
 }
 while (groups.length < 2) groups.push([]);
+
+const SETTING = /^[A-Z][A-Z0-9_]*=/;
 
 const compiled = compileBench();
 useScriptDir(compiled.dir);
@@ -33,7 +39,7 @@ const up = `http://127.0.0.1:${upstream.port}`;
 const driver = startDriver('0');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-flags-'));
 const subjects = [];
-for (const [i, flags] of groups.slice(0, 2).entries()) {
+for (const [i, flags] of groups.entries()) {
   const dataDir = join(tmp, String(i));
   mkdirSync(dataDir);
   const key = await createBenchKey(dataDir);
@@ -43,7 +49,11 @@ for (const [i, flags] of groups.slice(0, 2).entries()) {
     requestLog: true,
     pin: '1',
     node,
-    nodeFlags: flags,
+    // NAME=VALUE in a group is a setting for that keyrelay; anything else a node flag.
+    nodeFlags: flags.filter((f) => !SETTING.test(f)),
+    env: Object.fromEntries(
+      flags.filter((f) => SETTING.test(f)).map((f) => f.split(/=(.*)/s, 2) as [string, string]),
+    ),
   });
   const origin = `http://127.0.0.1:${child.port}`;
   const target: Target = {
@@ -67,6 +77,7 @@ for (const [i, flags] of groups.slice(0, 2).entries()) {
 for (const s of subjects)
   await driver.run({ kind: 'closed', target: s.target, concurrency: 32, durationMs: 2000 });
 for (let rep = 0; rep < reps; rep += 1) {
+  if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
   for (const s of subjects) {
     const cpu0 = readCpuMs(s.child.pid);
     const stop = sampleRss(s.child.pid);
@@ -100,6 +111,7 @@ for (const [i, s] of subjects.entries()) {
     `${s.label.padEnd(32)} ${median(s.cpu).toFixed(0).padStart(5)} µs/req  ${median(s.rps).toFixed(0).padStart(5)} rps  ` +
       `RSS peak at saturation ${s.rss.toFixed(0)} MB, with 1,000 streams ${streams[i]!.toFixed(0)} MB`,
   );
+  console.log(`${''.padEnd(32)} repetitions: ${s.cpu.map((c) => c.toFixed(0)).join(', ')} µs/req`);
 }
 driver.stop();
 await Promise.all([upstream.stop(), ...subjects.map((s) => s.child.stop())]);

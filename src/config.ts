@@ -54,7 +54,7 @@ const schema = z.object({
    * a round trip, and SQLite's synchronous driver runs in a worker thread (store/sqlite/log-writer.ts) that
    * writes in short transactions. Larger batches only delay rows; npm run bench measures this default.
    */
-  KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(100),
+  KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
   KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(20_000),
   KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
