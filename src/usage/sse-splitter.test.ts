@@ -43,6 +43,53 @@ describe('SseSplitter', () => {
     expect(parseSseEvent(seg!.raw)).toEqual({ event: 'delta', data: 'a\nb', hasData: true });
   });
 
+  it('parses every field layout as the line-splitting parse it replaced did', () => {
+    // The previous implementation, kept as the oracle: split into lines, then field and value per line.
+    const oracle = (raw: Buffer) => {
+      let event = 'message';
+      const data: string[] = [];
+      for (const line of raw.toString('utf8').split(/\r\n|\r|\n/)) {
+        if (line === '' || line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon === -1 ? line : line.slice(0, colon);
+        let value = colon === -1 ? '' : line.slice(colon + 1);
+        if (value.startsWith(' ')) value = value.slice(1);
+        if (field === 'data') data.push(value);
+        else if (field === 'event') event = value;
+      }
+      return { event, data: data.join('\n'), hasData: data.length > 0 };
+    };
+    const line = fc.constantFrom(
+      'data: x',
+      'data:x',
+      'data:  two spaces',
+      'data',
+      'data:',
+      'data: a:b: c',
+      'event: e',
+      'event:e2',
+      'event',
+      ': comment',
+      ':',
+      'id: 7',
+      'retry: 10',
+      'dataish: no',
+      'eventual: no',
+      'data é世🎉',
+      'data: é世🎉',
+      ' data: leading space',
+      '',
+    );
+    const eol = fc.constantFrom('\n', '\r\n', '\r', '');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(line, eol), { maxLength: 8 }), (lines) => {
+        const raw = Buffer.from(lines.map(([l, e]) => l + e).join(''));
+        expect(parseSseEvent(raw)).toEqual(oracle(raw));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('keeps only the head and tail of an event past its size limit', () => {
     const big = `data: ${'x'.repeat(10_000)}"usage":{"a":1}\n\n`;
     const segs = split(

@@ -156,20 +156,37 @@ export interface SseEvent {
   hasData: boolean;
 }
 
-const LINE_BREAK = /\r\n|\r|\n/;
+/** Where the line starting at `pos` ends: its first CR or LF, or the end of the text. */
+function lineEnd(text: string, pos: number): number {
+  const lf = text.indexOf('\n', pos);
+  const cr = text.indexOf('\r', pos);
+  if (lf === -1) return cr === -1 ? text.length : cr;
+  return cr === -1 || lf < cr ? lf : cr;
+}
 
-/** Field parsing of one complete event (raw bytes from SseSplitter). */
+/**
+ * Field parsing of one complete event (raw bytes from SseSplitter). Runs for every event of every stream:
+ * it walks the lines in place instead of splitting them into an array (a stream's garbage sets how often
+ * the young generation is collected, and so how many 64-stream rounds meet a pause).
+ */
 export function parseSseEvent(raw: Buffer): SseEvent {
+  const text = raw.toString('utf8');
   let event = 'message';
-  const data: string[] = [];
-  for (const line of raw.toString('utf8').split(LINE_BREAK)) {
-    if (line === '' || line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') data.push(value);
-    else if (field === 'event') event = value;
+  let data: string | null = null;
+  for (let pos = 0; pos < text.length;) {
+    const end = lineEnd(text, pos);
+    const colon = text.indexOf(':', pos);
+    const fieldEnd = colon === -1 || colon > end ? end : colon;
+    const isData = fieldEnd - pos === 4 && text.startsWith('data', pos);
+    if (isData || (fieldEnd - pos === 5 && text.startsWith('event', pos))) {
+      // A field with no colon has an empty value; one space after the colon is not part of it.
+      let from = fieldEnd === end ? end : fieldEnd + 1;
+      if (from < end && text.charCodeAt(from) === 0x20) from++;
+      const value = text.slice(from, end);
+      if (!isData) event = value;
+      else data = data === null ? value : `${data}\n${value}`;
+    }
+    pos = end + (text.charCodeAt(end) === 0x0d && text.charCodeAt(end + 1) === 0x0a ? 2 : 1);
   }
-  return { event, data: data.join('\n'), hasData: data.length > 0 };
+  return { event, data: data ?? '', hasData: data !== null };
 }

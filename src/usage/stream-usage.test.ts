@@ -3,7 +3,12 @@ import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseRequestInfo } from './request-info.js';
-import { createUsageStripper, injectStreamUsage } from './stream-usage.js';
+import {
+  createUsageStripper,
+  injectStreamUsage,
+  stripUsageFromEvent,
+  stripUsageFromText,
+} from './stream-usage.js';
 import { openAIChatStream } from '../../test/helpers/test-streams.js';
 
 function info(body: unknown, path = '/v1/chat/completions', provider: 'openai' | 'anthropic' = 'openai') {
@@ -129,6 +134,29 @@ describe('createUsageStripper', () => {
     );
     const spaced = 'data: {"id":"x", "choices": [], "usage" : {"prompt_tokens": 1}}\n\ndata: [DONE]\n\n';
     expect((await strip([Buffer.from(spaced)])).toString()).toBe('data: [DONE]\n\n');
+  });
+
+  it('cuts the usage:null tail from the bytes exactly as the text path does', () => {
+    const payload = fc.constantFrom(
+      '{"id":"x","choices":[{"delta":{"content":"hi"}}],"usage":null}',
+      '{"id":"x","choices":[{"delta":{"content":"é世🎉 \\"usage\\":null}"}}],"usage":null}',
+      '{"id":"x","choices":[],"usage":{"prompt_tokens":1}}',
+      '{"id":"x","usage":null,"choices":[]}',
+      '{"usage":null}',
+      ',"usage":null}',
+      '{"id":"x","choices":[]} ,"usage":null}',
+      '{"id":"x","usage":null }',
+      '[DONE]',
+    );
+    const head = fc.constantFrom('data: ', 'data:', 'data:  ', 'event: e\ndata: ', ': c\ndata: ', 'dat: ');
+    const end = fc.constantFrom('\n\n', '\r\n\r\n', '\r\r', '\n', '', '\ndata: more\n\n', '\nid: 1\n\n');
+    fc.assert(
+      fc.property(head, payload, end, (h, p, e) => {
+        const segment = { raw: Buffer.from(h + p + e), isEvent: true, clipped: false };
+        expect(stripUsageFromEvent(segment).equals(stripUsageFromText(segment))).toBe(true);
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it('emits each event as soon as its blank line arrives', async () => {

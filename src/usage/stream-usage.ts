@@ -36,6 +36,11 @@ export function injectStreamUsage(info: RequestInfo, body: Buffer): Buffer | nul
 }
 
 const USAGE_NULL_TAIL = ',"usage":null}';
+const USAGE_KEY_BYTES = Buffer.from('"usage"');
+const USAGE_NULL_TAIL_BYTES = Buffer.from(USAGE_NULL_TAIL);
+const DATA_FIELD_BYTES = Buffer.from('data:');
+/** What is cut from a `…,"usage":null}` payload: all of the tail but its closing brace. */
+const USAGE_NULL_MEMBER_BYTES = USAGE_NULL_TAIL.length - 1;
 
 /** Decoded bytes the stripper produces in one event-loop turn at most (~1–3 ms of decoding). */
 const DECODE_TURN_BYTES = 1024 * 1024;
@@ -68,6 +73,28 @@ function isUsageOnlyChunk(payload: unknown): boolean {
 /** The segment as the caller would have received it without include_usage (empty when it must vanish). */
 export function stripUsageFromEvent(segment: SseSegment): Buffer {
   if (!segment.isEvent) return segment.raw;
+  if (segment.raw.indexOf(USAGE_KEY_BYTES) === -1) return segment.raw;
+  return stripUsageNullTail(segment.raw) ?? stripUsageFromText(segment);
+}
+
+/**
+ * Every chunk of an injected stream: one data line whose payload ends in `,"usage":null}`, and nothing
+ * after it but the blank line. Cut from the bytes as they are (the same result as the text path below, which
+ * checks the same tail), without decoding the event to a string and encoding it back. Null otherwise.
+ */
+function stripUsageNullTail(raw: Buffer): Buffer | null {
+  if (raw.indexOf(DATA_FIELD_BYTES) !== 0) return null;
+  const lf = raw.indexOf(0x0a);
+  const cr = raw.indexOf(0x0d);
+  const end = lf === -1 ? (cr === -1 ? raw.length : cr) : cr === -1 || lf < cr ? lf : cr;
+  for (let i = end; i < raw.length; i++) if (raw[i] !== 0x0a && raw[i] !== 0x0d) return null;
+  const tail = end - USAGE_NULL_TAIL_BYTES.length;
+  if (tail < DATA_FIELD_BYTES.length || USAGE_NULL_TAIL_BYTES.compare(raw, tail, end) !== 0) return null;
+  return Buffer.concat([raw.subarray(0, tail), raw.subarray(tail + USAGE_NULL_MEMBER_BYTES)]);
+}
+
+/** The general case: any data lines, any member order (exported for the test that compares both paths). */
+export function stripUsageFromText(segment: SseSegment): Buffer {
   // latin1 maps bytes 1:1 to chars, so cutting the string and re-encoding it keeps every other byte.
   const text = segment.raw.toString('latin1');
   if (!text.includes('"usage"')) return segment.raw;
