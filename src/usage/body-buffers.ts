@@ -1,9 +1,15 @@
 /** Bounded byte keepers for the tap: the body-log prefix, and a head+tail window for large JSON bodies. */
 import { StringDecoder } from 'node:string_decoder';
 
-/** The first `limit` decoded bytes, for the log row. */
+/**
+ * The first `limit` decoded bytes, for the log row. A body that comes in one piece is kept as that piece;
+ * from the second piece on, the bytes are copied into one buffer that doubles as it fills. A stream lives
+ * longer than the young generation between two collections, so what it holds gets promoted: one buffer
+ * instead of a Buffer object per chunk (50 for a short answer) keeps that small.
+ */
 export class BodyPrefix {
-  private parts: Buffer[] = [];
+  private first: Buffer | null = null;
+  private buf: Buffer | null = null;
   private kept = 0;
   private total = 0;
 
@@ -12,9 +18,22 @@ export class BodyPrefix {
   add(chunk: Buffer): void {
     this.total += chunk.length;
     const room = this.limit - this.kept;
-    if (room <= 0) return;
+    if (room <= 0 || chunk.length === 0) return;
     const piece = chunk.length <= room ? chunk : chunk.subarray(0, room);
-    this.parts.push(piece);
+    if (this.kept === 0) {
+      this.first = piece;
+    } else {
+      const need = this.kept + piece.length;
+      if (!this.buf || this.buf.length < need) {
+        const grown = Buffer.allocUnsafe(
+          Math.min(this.limit, Math.max(need, 2 * (this.buf?.length ?? 0), 4096)),
+        );
+        (this.buf ?? this.first!).copy(grown, 0, 0, this.kept);
+        this.buf = grown;
+        this.first = null;
+      }
+      piece.copy(this.buf, this.kept);
+    }
     this.kept += piece.length;
   }
 
@@ -24,7 +43,7 @@ export class BodyPrefix {
 
   text(): { text: string; truncated: boolean } {
     // StringDecoder.write holds back a multibyte character cut by the limit instead of mangling it.
-    const kept = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.kept);
+    const kept = this.buf ? this.buf.subarray(0, this.kept) : (this.first ?? Buffer.alloc(0));
     const text = new StringDecoder('utf8').write(kept);
     return { text, truncated: this.total > this.kept };
   }
