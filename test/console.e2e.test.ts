@@ -537,10 +537,13 @@ describe('web console, as a new user uses it', () => {
       Promise.resolve(page.url().includes('outcome=refused')),
     );
     const badges = page.locator('table.requests-table tbody .error-code-badge');
+    const rows = page.locator('table.requests-table tbody tr.clickable');
     const want = ['forbidden', 'rate limited'];
-    await waitFor('forbidden and rate-limited rows', async () => {
+    // The unfiltered page, still shown while the filtered one loads, holds these rows too: wait for the
+    // list in which every row is a refusal (it must come, and stay, whatever order the answers arrive in).
+    await waitFor('only refused rows, forbidden and rate-limited among them', async () => {
       const texts = await badges.allTextContents();
-      if (want.every((w) => texts.includes(w))) return true;
+      if (want.every((w) => texts.includes(w)) && texts.length === (await rows.count())) return true;
       await page.getByRole('button', { name: 'Refresh' }).click();
       await page.waitForTimeout(300);
       return false;
@@ -548,7 +551,7 @@ describe('web console, as a new user uses it', () => {
     const codes = await badges.evaluateAll((els) => els.map((e) => e.getAttribute('data-error-code')));
     expect(new Set(codes)).toEqual(new Set(['proxy_key_forbidden', 'proxy_rate_limited']));
     // Only refusals are listed: every row carries a reason.
-    expect(await badges.count()).toBe(await page.locator('table.requests-table tbody tr.clickable').count());
+    expect(await badges.count()).toBe(await rows.count());
     await screenshotBothWidths(page, 'requests-refused');
 
     await page
