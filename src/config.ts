@@ -50,9 +50,10 @@ const schema = z.object({
   KEYRELAY_RETENTION_DAYS: int(0).default(30),
   KEYRELAY_BODY_RETENTION_DAYS: int(0).optional(),
   /**
-   * Rows per log write. Neither store writes on the event loop's time: PostgreSQL is
-   * a round trip, and SQLite's synchronous driver runs in a worker thread (store/sqlite/log-writer.ts) that
-   * writes in short transactions. Larger batches only delay rows; npm run bench measures this default.
+   * Rows per log write, at most (a batch is what the queue holds, up to this). Neither store writes on the
+   * event loop's time: PostgreSQL is a round trip, and SQLite's synchronous driver runs in a worker thread
+   * (store/sqlite/log-writer.ts) that writes a batch in one transaction, cheaper per row the larger it is
+   * (docs/performance.md, "Third pass"). Under light load batches stay small: KEYRELAY_LOG_FLUSH_MS sends them.
    */
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),

@@ -83,7 +83,7 @@ export function stripUsageFromEvent(segment: SseSegment): Buffer {
  * checks the same tail), without decoding the event to a string and encoding it back. Null otherwise.
  */
 function stripUsageNullTail(raw: Buffer): Buffer | null {
-  if (raw.indexOf(DATA_FIELD_BYTES) !== 0) return null;
+  if (DATA_FIELD_BYTES.compare(raw, 0, DATA_FIELD_BYTES.length) !== 0) return null;
   const lf = raw.indexOf(0x0a);
   const cr = raw.indexOf(0x0d);
   const end = lf === -1 ? (cr === -1 ? raw.length : cr) : cr === -1 || lf < cr ? lf : cr;

@@ -1,6 +1,5 @@
 /** Worker thread that owns the SQLite request-log writes (see log-writer.ts). */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { InsertResult } from '../types.js';
 import { SqliteLogStore, type EncodedRow } from './log-store.js';
 
 const store = new SqliteLogStore((workerData as { path: string }).path);
@@ -22,8 +21,10 @@ port.on('message', (msg: { id: number; rows: EncodedRow[]; rejected: number } | 
     work = work.then(() => store.close()).then(() => port.close());
     return;
   }
-  work = work.then(() =>
-    new Promise<InsertResult>((resolve) => resolve(store.insertEncoded(msg.rows, msg.rejected))).then(
+  // A throw inside then() is the rejection the second callback answers with.
+  work = work
+    .then(() => store.insertEncoded(msg.rows, msg.rejected))
+    .then(
       (result) => port.postMessage({ id: msg.id, result }),
       (err: unknown) =>
         port.postMessage({
@@ -33,6 +34,5 @@ port.on('message', (msg: { id: number; rows: EncodedRow[]; rejected: number } | 
             code: (err as { code?: unknown }).code,
           },
         }),
-    ),
-  );
+    );
 });
