@@ -87,6 +87,8 @@ export interface KeyrelayStart {
   node?: string;
   /** Extra node flags before the script (--node-flag), e.g. --max-semi-space-size=4. */
   nodeFlags?: string[];
+  /** Another build's CLI (e.g. a worktree of the commit before, `<dir>/dist/src/cli/main.js`); ours by default. */
+  main?: string;
 }
 
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
@@ -107,7 +109,7 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
   ];
   return startProcess(
     o.node ?? process.execPath,
-    [...nodeArgs, MAIN, 'serve'],
+    [...nodeArgs, o.main ?? MAIN, 'serve'],
     env,
     port,
     `http://127.0.0.1:${port}/readyz`,

@@ -1,7 +1,8 @@
 /**
  * A/B of node flags for keyrelay: `npm run bench:flags -- [--node PATH] [--reps N] [--pause MS] -- <flags A> -- <flags B>`
  * (empty = none), e.g. `-- -- --max-semi-space-size=16`; a `NAME=VALUE` in a group is a setting instead, e.g.
- * `-- -- KEYRELAY_LOG_BATCH_SIZE=500`. Two keyrelays as shipped, both pinned to CPU 1,
+ * `-- -- KEYRELAY_LOG_BATCH_SIZE=500`, and a `main=DIR` runs the keyrelay built in DIR instead of ours (A/B of two
+ * commits: `git worktree add DIR <commit>`, link node_modules, `npm run build` there). Two keyrelays as shipped, both pinned to CPU 1,
  * saturated in turn (64 connections); CPU per request (/proc, all threads), throughput and RSS peak per
  * repetition, then 1,000 slow streams each for RSS. Uses the built dist/ (run `npm run build` first).
  */
@@ -31,6 +32,11 @@ for (let i = 0; i < argv.length; i += 1) {
 while (groups.length < 2) groups.push([]);
 
 const SETTING = /^[A-Z][A-Z0-9_]*=/;
+const BUILD = /^main=/;
+const buildMain = (flags: string[]): string | undefined => {
+  const dir = flags.find((f) => BUILD.test(f))?.replace(BUILD, '');
+  return dir ? join(dir, 'dist/src/cli/main.js') : undefined;
+};
 
 const compiled = compileBench();
 useScriptDir(compiled.dir);
@@ -49,8 +55,9 @@ for (const [i, flags] of groups.entries()) {
     requestLog: true,
     pin: '1',
     node,
+    main: buildMain(flags),
     // NAME=VALUE in a group is a setting for that keyrelay; anything else a node flag.
-    nodeFlags: flags.filter((f) => !SETTING.test(f)),
+    nodeFlags: flags.filter((f) => !SETTING.test(f) && !BUILD.test(f)),
     env: Object.fromEntries(
       flags.filter((f) => SETTING.test(f)).map((f) => f.split(/=(.*)/s, 2) as [string, string]),
     ),

@@ -5,6 +5,7 @@
  * pause between a subject's steps as the bench leaves (its other columns run meanwhile).
  *   npx tsx bench/stream-probe.ts [--reps 5] [--gap-ms 6000] [--provider openai] [--env KEYRELAY_X=1]
  *     [--node-flag --trace-gc] [--no-build] [--variant nolog:KEYRELAY_REQUEST_LOG=false,KEYRELAY_X=2]
+ *     [--variant before:main=/tmp/worktree]   (main=DIR: the keyrelay built in DIR, e.g. a worktree of another commit)
  * --warm ID keeps that column's log writer running between its steps (one request a second).
  * Each --variant is one more keyrelay column (its own data dir), interleaved with the others like the bench.
  * keyrelay's stderr (e.g. --trace-gc) goes to bench/results/stream-probe-keyrelay.log.
@@ -65,12 +66,14 @@ for (const [id, extra] of variants) {
   const dir = join(tmp, id);
   mkdirSync(dir);
   const key = await createBenchKey(dir);
+  const { main, ...settings } = extra;
   const child = await startKeyrelay({
     dataDir: dir,
     upstream: upOrigin,
-    requestLog: extra.KEYRELAY_REQUEST_LOG !== 'false',
+    requestLog: settings.KEYRELAY_REQUEST_LOG !== 'false',
     pin: '1',
-    env: { ...env, ...extra },
+    main: main ? join(main, 'dist/src/cli/main.js') : undefined,
+    env: { ...env, ...settings },
     nodeFlags,
     logFile: join(ROOT, `bench/results/stream-probe-${id}.log`),
   });

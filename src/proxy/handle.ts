@@ -14,7 +14,7 @@ import type { ProxyServices, Shutdown } from './context.js';
 import { newExchange, type Exchange } from './exchange.js';
 import { CallerWatch, forward } from './forward.js';
 import { findDuplicateSingleton, hasUnderscoreKeyHeader } from './headers.js';
-import { streamBack } from './stream-back.js';
+import { StreamBack } from './stream-back.js';
 import { resolveTarget } from './target.js';
 
 export type { ProxyServices, Shutdown } from './context.js';
@@ -110,17 +110,18 @@ async function handle(
   const injected = s.config.openaiStreamUsage ? injectStreamUsage(ex.info, ex.requestBody) : null;
 
   // 4. Forward; from here a caller that goes away aborts the upstream request at once.
+  // 5. Stream back as undici hands over each piece, unbuffered, with backpressure; the tap reads usage.
   const watch = new CallerWatch(res, shutdown.inflight);
+  const back = new StreamBack(s, ex, res, injected !== null);
   const origin = s.config.upstreams[target.provider];
-  const sent = await forward(s, req, res, { origin, path: ex.path, body: injected ?? ex.requestBody }, watch);
+  const to = { origin, path: ex.path, body: injected ?? ex.requestBody };
+  const sent = await forward(s, req, res, to, watch, back);
   if (!sent.ok) {
     if (sent.aborted) return finish(s, ex, req, res, 'client_aborted');
     s.metrics.upstreamErrors.inc({ provider: target.provider, kind: sent.failure.kind });
     return refuse(s, ex, req, res, sent.failure.error, sent.failure.outcome);
   }
-
-  // 5. Stream back, unbuffered, with backpressure; the tap reads usage as bytes pass.
-  const outcome = await streamBack(s, shutdown, ex, res, sent.upstream, watch, injected !== null);
+  const outcome = await back.end(shutdown, watch, sent.cut);
 
   // 6. Record, after the last byte.
   finish(s, ex, req, res, outcome);

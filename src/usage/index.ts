@@ -14,7 +14,12 @@
 export type { RequestInfo, ResponseTap, Usage } from './types.js';
 export { parseRequestInfo } from './request-info.js';
 export { createResponseTap } from './response-tap.js';
-export { injectStreamUsage, createUsageStripper } from './stream-usage.js';
-export { isDecodableEncoding } from './decoder.js';
+export {
+  injectStreamUsage,
+  createIdentityUsageStripper,
+  createUsageStripper,
+  type BodyRewrite,
+} from './stream-usage.js';
+export { isCompressed, isDecodableEncoding } from './decoder.js';
 export { computeCost, PRICE_SOURCE, unpriced } from './cost.js';
 export { NOT_BILLED, priceRow } from './price-row.js';

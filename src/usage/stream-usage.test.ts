@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseRequestInfo } from './request-info.js';
 import {
+  createIdentityUsageStripper,
   createUsageStripper,
   injectStreamUsage,
   stripUsageFromEvent,
@@ -16,6 +17,7 @@ function info(body: unknown, path = '/v1/chat/completions', provider: 'openai' |
   return { raw, info: parseRequestInfo(provider, path, raw, 'application/json') };
 }
 
+/** Both strippers where both apply (an identity-coded body): each case checks that they agree. */
 async function strip(chunks: Buffer[], encoding?: string, maxEventBytes = 2 * 1024 * 1024): Promise<Buffer> {
   const out: Buffer[] = [];
   const stripper = createUsageStripper(encoding, { maxEventBytes });
@@ -25,7 +27,15 @@ async function strip(chunks: Buffer[], encoding?: string, maxEventBytes = 2 * 10
     stripper.on('error', reject);
     Readable.from(chunks).pipe(stripper);
   });
-  return Buffer.concat(out);
+  const piped = Buffer.concat(out);
+  if (encoding === undefined) {
+    const sent: Buffer[] = [];
+    const rewrite = createIdentityUsageStripper({ maxEventBytes }, (piece) => sent.push(piece));
+    for (const c of chunks) rewrite.push(c);
+    rewrite.end();
+    expect(Buffer.concat(sent).toString('latin1')).toBe(piped.toString('latin1'));
+  }
+  return piped;
 }
 
 function* splits(bytes: Buffer): Generator<Buffer[]> {
@@ -157,6 +167,15 @@ describe('createUsageStripper', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+
+  it('emits each event as soon as its blank line arrives, without a stream too', () => {
+    const sent: string[] = [];
+    const rewrite = createIdentityUsageStripper({ maxEventBytes: 1024 }, (b) => sent.push(b.toString()));
+    const firstEnd = withUsage.indexOf('\n\n') + 2;
+    rewrite.push(withUsage.subarray(0, firstEnd));
+    rewrite.push(withUsage.subarray(firstEnd, firstEnd + 7));
+    expect(sent.join('')).toBe(without.subarray(0, without.indexOf('\n\n') + 2).toString());
   });
 
   it('emits each event as soon as its blank line arrives', async () => {

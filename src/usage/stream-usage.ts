@@ -148,6 +148,7 @@ export function createUsageStripper(
   const decoder = createBodyDecoder(contentEncoding);
   if (!decoder) return new PassThrough(); // unknown coding: cannot look inside, pass it on untouched
   const splitter = new SseSplitter(opts.maxEventBytes, 'pass');
+  const emit = usageEventFilter((piece) => stripper.push(piece));
   /** Set while a chunk's output is waiting for the caller to read. */
   let resume: (() => void) | null = null;
   /**
@@ -216,21 +217,44 @@ export function createUsageStripper(
     if (next) next();
     else transformRead(size);
   };
+  return stripper;
+}
+
+/**
+ * The stripper for an identity-coded stream (the usual case), without a stream of its own: undici's handler
+ * (proxy/forward.ts) pushes each piece in and the events go to `send` at once, so a chunk makes no extra
+ * stream hop. What comes out is never more than what went in, so there is nothing to pace.
+ */
+export interface BodyRewrite {
+  push(chunk: Buffer): void;
+  end(): void;
+}
+
+export function createIdentityUsageStripper(
+  opts: { maxEventBytes: number },
+  send: (piece: Buffer) => void,
+): BodyRewrite {
+  const splitter = new SseSplitter(opts.maxEventBytes, 'pass');
+  const emit = usageEventFilter(send);
+  return { push: (chunk) => splitter.push(chunk, emit), end: () => splitter.end(emit) };
+}
+
+/** Each segment as the caller would have received it, to `send`; both strippers' last step. */
+function usageEventFilter(send: (piece: Buffer) => void): (segment: SseSegment) => void {
   // The LF of a CRLF whose CR ended an event comes as its own segment: it goes wherever that event went.
   let droppedLast = false;
-  function emit(segment: SseSegment): void {
+  return (segment) => {
     if (segment.passed) {
       droppedLast = false;
-      stripper.push(segment.raw);
+      send(segment.raw);
       return;
     }
     if (!segment.isEvent) {
-      if (!droppedLast) stripper.push(segment.raw);
+      if (!droppedLast) send(segment.raw);
       return;
     }
     const out = stripUsageFromEvent(segment);
     droppedLast = out.length === 0;
-    if (out.length > 0) stripper.push(out);
-  }
-  return stripper;
+    if (out.length > 0) send(out);
+  };
 }
