@@ -122,7 +122,7 @@ export class StreamBack implements ResponseSink {
     const { s, ex, res } = this;
     const provider = ex.provider!;
     watch.release();
-    let outcome: Outcome = ex.status! >= 400 ? 'upstream_error' : 'ok';
+    let outcome: Outcome = ex.status >= 400 ? 'upstream_error' : 'ok';
     if (cut) {
       const draining = shutdown.isDraining();
       if (watch.aborted && !draining) outcome = 'client_aborted';
@@ -141,7 +141,7 @@ export class StreamBack implements ResponseSink {
     ex.usage = tap.finish(cut === null);
     if (this.batch) await this.batch.settle(ex, cut === null);
     ex.responseBody = tap.body();
-    if (ex.status! >= 500) s.metrics.upstreamErrors.inc({ provider, kind: 'status_5xx' });
+    if (ex.status >= 500) s.metrics.upstreamErrors.inc({ provider, kind: 'status_5xx' });
     return outcome;
   }
 }
