@@ -4,7 +4,9 @@
  * profiler with the objects young-generation collections free included (a stream's garbage, which sets how
  * often scavenges come and how much gets promoted). Prints bytes per chunk, total and by allocating function.
  *
- *   npm run build && npx tsx bench/stream-alloc.ts [seconds] [--no-log]      (default 4 s, after 2 s warm-up)
+ *   npm run build && npx tsx bench/stream-alloc.ts [seconds] [--no-log] [--plain] [--main DIR]
+ * (default 4 s, after 2 s warm-up). --plain: non-streaming chat completions instead, bytes per request (the
+ * throughput step's requests). --main DIR: the keyrelay built in DIR (e.g. a worktree of another commit).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +18,11 @@ import { startBenchServer, useScriptDir } from './processes.js';
 
 const seconds = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 4);
 const requestLog = !process.argv.includes('--no-log');
-const CHUNKS = 50;
+const plain = process.argv.includes('--plain');
+const mainDir = process.argv.includes('--main')
+  ? process.argv[process.argv.indexOf('--main') + 1]
+  : undefined;
+const CHUNKS = plain ? 1 : 50;
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-stream-alloc-'));
 const out = join(tmp, 'alloc.heapprofile');
 // Loaded into keyrelay with --require: SIGUSR2 starts sampling, SIGWINCH writes the profile.
@@ -45,6 +51,7 @@ const kr = await startKeyrelay({
   requestLog,
   pin: '1',
   nodeFlags: ['--require', preload],
+  main: mainDir ? join(mainDir, 'dist/src/cli/main.js') : undefined,
 });
 const pool = new Pool(`http://127.0.0.1:${kr.port}`, { connections: 64 });
 const headers = {
@@ -52,7 +59,7 @@ const headers = {
   authorization: 'Bearer sk-bench',
   'content-type': 'application/json',
 };
-const body = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"stream":true}';
+const body = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]${plain ? '' : ',"stream":true'}}`;
 let streams = 0;
 const run = (ms: number) =>
   Promise.all(
@@ -60,7 +67,7 @@ const run = (ms: number) =>
       for (const until = Date.now() + ms; Date.now() < until; streams++) {
         const res = await pool.request({
           method: 'POST',
-          path: `/api/proxy/openai/v1/chat/completions?chunks=${CHUNKS}&chunk_ms=2`,
+          path: `/api/proxy/openai/v1/chat/completions${plain ? '' : `?chunks=${CHUNKS}&chunk_ms=2`}`,
           headers,
           body,
         });
@@ -104,9 +111,10 @@ const walk = (n: Node): void => {
 };
 walk(profile.head);
 const chunks = streams * CHUNKS;
+const what = plain ? `${streams} requests` : `${streams} streams, ${chunks} chunks`;
 console.log(
-  `${streams} streams, ${chunks} chunks in ${seconds} s (request log ${requestLog ? 'on' : 'off'}): ` +
-    `${Math.round(total / chunks)} bytes allocated per chunk on the main thread`,
+  `${what} in ${seconds} s (request log ${requestLog ? 'on' : 'off'}): ` +
+    `${Math.round(total / chunks)} bytes allocated per ${plain ? 'request' : 'chunk'} on the main thread`,
 );
 for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 25))
   console.log(`${String(Math.round(bytes / chunks)).padStart(6)}  ${site}`);
