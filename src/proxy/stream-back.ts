@@ -102,11 +102,12 @@ export class StreamBack implements ResponseSink {
       },
     );
     res.writeHead(statusCode, headers);
-    // Node holds the head until the first body write. For a stream, upstream already sent its head and SDKs
-    // resolve on it: send it now. Other bodies follow their head at once, and go out in one write with it.
-    if (typeof contentType === 'string' && contentType.startsWith('text/event-stream')) res.flushHeaders();
-    // (writeHead only stores the head: headersSent is true before a byte has left.)
-    else setImmediate(() => ex.responseBytes > 0 || res.destroyed || res.flushHeaders()); // body slow to come
+    // Node holds the head until the first body write, which then carries it: one write, not two, when the
+    // first bytes came with upstream's head (as they usually do, a stream's first event too). A head still
+    // held after this turn goes out alone: SDKs resolve on a stream's head, and a body may be slow to come.
+    // (writeHead only stores the head: headersSent is true before a byte has left; flushHeaders() is a no-op
+    // once it has.)
+    setImmediate(flushHead, res);
     return through;
   }
 
@@ -144,6 +145,10 @@ export class StreamBack implements ResponseSink {
     if (ex.status >= 500) s.metrics.upstreamErrors.inc({ provider, kind: 'status_5xx' });
     return outcome;
   }
+}
+
+function flushHead(res: ServerResponse): void {
+  if (!res.destroyed) res.flushHeaders();
 }
 
 /**
