@@ -63,7 +63,8 @@ async function handle(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  res.setHeader('x-keyrelay-request-id', ex.id);
+  // Every answer names its request id in its own head (answer.ts, stream-back.ts): a header set here
+  // would send writeHead down Node's slow path, which merges each upstream header into it one by one.
 
   // 1. Route: which provider, which upstream path; refuse anything that could leave the configured origin.
   const target = resolveTarget(req.url ?? '');
@@ -75,7 +76,8 @@ async function handle(
   }
   ex.path = target.path + target.query;
   // Claude Code probes its base URL with an unauthenticated HEAD at start; answer it without going upstream.
-  if (req.method === 'HEAD' && target.path === '/') return void res.writeHead(200).end();
+  if (req.method === 'HEAD' && target.path === '/')
+    return void res.writeHead(200, { 'x-keyrelay-request-id': ex.id }).end();
   const malformed = checkRequestLine(req);
   if (malformed) return refuseBeforeKey(s, ex, req, res, malformed);
 
