@@ -153,6 +153,14 @@ describe.each(['openai', 'anthropic'] as const)('%s: upstream fails mid-stream',
     expect(res.status).toBe(200);
     expect(res.headers['content-type']?.[0]).toContain('text/event-stream');
     expect(res.complete).toBe(false);
+    // At once, not with the cut the idle timeout (400 ms) makes: a head held for a first event that never
+    // comes would arrive only then.
+    const socket = await openUntil(streamRequest(provider, ['x-fake-stall-after-events: 0']), (t) =>
+      t.includes('\r\n\r\n'),
+    );
+    const headAt = Date.now();
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(Date.now() - headAt).toBeGreaterThan(200);
   });
 
   it('makes an HTTP client raise an error (not a clean end) when upstream drops', async () => {

@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { PROVIDERS } from '../providers/index.js';
 import { resultsUrlRewriter } from '../providers/results-url.js';
 import type { Outcome } from '../types.js';
@@ -33,6 +33,9 @@ import { classifyUpstreamError } from './upstream-errors.js';
 export class StreamBack implements ResponseSink {
   private tap: ResponseTap | null = null;
   private batch: BatchObserver | null = null;
+  private through: Transform | BodyRewrite | null = null;
+  /** The rewrite has written to the caller (and so sent the head). */
+  private rewrote = false;
 
   constructor(
     private readonly s: ProxyServices,
@@ -60,7 +63,10 @@ export class StreamBack implements ResponseSink {
       const opts = { maxEventBytes: s.config.sseEventBytes };
       through = isCompressed(encoding)
         ? createUsageStripper(encoding, opts)
-        : createIdentityUsageStripper(opts, (piece) => res.write(piece));
+        : createIdentityUsageStripper(opts, (piece) => {
+            this.rewrote = true;
+            res.write(piece);
+          });
       delete headers['content-length'];
       delete headers['content-encoding'];
     }
@@ -102,13 +108,29 @@ export class StreamBack implements ResponseSink {
       },
     );
     res.writeHead(statusCode, headers);
+    this.through = through;
     // Node holds the head until the first body write, which then carries it: one write, not two, when the
-    // first bytes came with upstream's head (as they usually do, a stream's first event too). A head still
+    // first bytes come with upstream's head (as they usually do, a stream's first event too). A head still
     // held after this turn goes out alone: SDKs resolve on a stream's head, and a body may be slow to come.
-    // (writeHead only stores the head: headersSent is true before a byte has left; flushHeaders() is a no-op
-    // once it has.)
-    setImmediate(flushHead, res);
+    // A decoding stripper writes later than that: its stream's head goes now.
+    const sse = typeof contentType === 'string' && contentType.startsWith('text/event-stream');
+    if (sse && through instanceof Transform) res.flushHeaders();
+    else setImmediate(flushHeld, this);
     return through;
+  }
+
+  /**
+   * Sends the head if it still waits for a first body write. writeHead() only stores it (headersSent is
+   * true before a byte has left), and flushHeaders() once it is out would still write an empty chunk.
+   */
+  flushHeldHead(): void {
+    if (this.res.destroyed) return;
+    // Unbuffered, every byte received was written on at once (with a transform, only a stream's: above).
+    const held =
+      this.through === null || this.through instanceof Transform
+        ? this.ex.responseBytes === 0
+        : !this.rewrote;
+    if (held) this.res.flushHeaders();
   }
 
   data(chunk: Buffer): void {
@@ -147,8 +169,8 @@ export class StreamBack implements ResponseSink {
   }
 }
 
-function flushHead(res: ServerResponse): void {
-  if (!res.destroyed) res.flushHeaders();
+function flushHeld(back: StreamBack): void {
+  back.flushHeldHead();
 }
 
 /**
@@ -158,7 +180,7 @@ function flushHead(res: ServerResponse): void {
  */
 function cutResponse(res: ServerResponse): void {
   const socket = res.socket;
-  res.flushHeaders(); // a no-op once the head is out
+  res.flushHeaders(); // once the head is out, an empty write: harmless here
   if (!socket || socket.writableLength === 0) return void res.destroy();
   socket.destroySoon();
   setTimeout(() => socket.destroy(), 5_000).unref();
