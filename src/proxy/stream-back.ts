@@ -124,7 +124,7 @@ export class StreamBack implements ResponseSink {
    * true before a byte has left), and flushHeaders() once it is out would still write an empty chunk.
    */
   flushHeldHead(): void {
-    if (this.res.destroyed) return;
+    if (this.res.destroyed || this.res.writableEnded) return; // end() sends the head (an empty body)
     // Unbuffered, every byte received was written on at once (with a transform, only a stream's: above).
     const held =
       this.through === null || this.through instanceof Transform
