@@ -7,8 +7,8 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type Writable } from 'node:stream';
-import type { BodyRewrite } from '../usage/index.js';
 import type { Dispatcher } from 'undici';
+import type { BodyRewrite } from '../usage/index.js';
 import type { ProxyServices, Shutdown } from './context.js';
 import { forwardRequestHeaders } from './headers.js';
 import { classifyUpstreamError, type UpstreamFailure } from './upstream-errors.js';
