@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { openConnection } from '../src/store/sqlite/driver.js';
-import { freePort, startProcess, type Child } from './processes.js';
+import { freePort, startBenchServer, startProcess, type Child } from './processes.js';
 
 const run = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -87,8 +87,8 @@ export interface KeyrelayStart {
   node?: string;
   /** Extra node flags before the script (--node-flag), e.g. --max-semi-space-size=4. */
   nodeFlags?: string[];
-  /** Another build's CLI (e.g. a worktree of the commit before, `<dir>/dist/src/cli/main.js`); ours by default. */
-  main?: string;
+  /** Another checkout's build to run (e.g. a worktree of the commit before, built); ours by default. */
+  build?: string;
 }
 
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
@@ -109,7 +109,7 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
   ];
   return startProcess(
     o.node ?? process.execPath,
-    [...nodeArgs, o.main ?? MAIN, 'serve'],
+    [...nodeArgs, o.build ? join(o.build, 'dist/src/cli/main.js') : MAIN, 'serve'],
     env,
     port,
     `http://127.0.0.1:${port}/readyz`,
@@ -164,4 +164,19 @@ export function inspectLog(dataDir: string): LogSummary | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The single-keyrelay probes' set-up (stream-alloc.ts, syscalls.ts): the fake upstream on CPU 0, a bench key in
+ * a fresh data dir under `tmp`, keyrelay started on it. Call after useScriptDir().
+ */
+export async function startProbe(
+  tmp: string,
+  o: Omit<KeyrelayStart, 'dataDir' | 'upstream'>,
+): Promise<{ upstream: Child; kr: Child; key: string }> {
+  const upstream = await startBenchServer('upstream.ts', [], '0');
+  const dataDir = join(tmp, 'data');
+  const key = await createBenchKey(dataDir);
+  const kr = await startKeyrelay({ ...o, dataDir, upstream: `http://127.0.0.1:${upstream.port}` });
+  return { upstream, kr, key };
 }

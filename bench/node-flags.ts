@@ -33,10 +33,6 @@ while (groups.length < 2) groups.push([]);
 
 const SETTING = /^[A-Z][A-Z0-9_]*=/;
 const BUILD = /^main=/;
-const buildMain = (flags: string[]): string | undefined => {
-  const dir = flags.find((f) => BUILD.test(f))?.replace(BUILD, '');
-  return dir ? join(dir, 'dist/src/cli/main.js') : undefined;
-};
 
 const compiled = compileBench();
 useScriptDir(compiled.dir);
@@ -55,7 +51,7 @@ for (const [i, flags] of groups.entries()) {
     requestLog: true,
     pin: '1',
     node,
-    main: buildMain(flags),
+    build: flags.find((f) => BUILD.test(f))?.replace(BUILD, ''),
     // NAME=VALUE in a group is a setting for that keyrelay; anything else a node flag.
     nodeFlags: flags.filter((f) => !SETTING.test(f) && !BUILD.test(f)),
     env: Object.fromEntries(

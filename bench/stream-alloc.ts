@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { compileBench } from './compile.js';
-import { createBenchKey, startKeyrelay } from './keyrelay.js';
-import { startBenchServer, useScriptDir } from './processes.js';
+import { startProbe } from './keyrelay.js';
+import { useScriptDir } from './processes.js';
 
 const seconds = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 4);
 const requestLog = !process.argv.includes('--no-log');
@@ -42,16 +42,11 @@ process.on('SIGWINCH', () => s.post('HeapProfiler.stopSampling', (err, r) => {
 
 const compiled = compileBench();
 useScriptDir(compiled.dir);
-const upstream = await startBenchServer('upstream.ts', [], '0');
-const dataDir = join(tmp, 'data');
-const key = await createBenchKey(dataDir);
-const kr = await startKeyrelay({
-  dataDir,
-  upstream: `http://127.0.0.1:${upstream.port}`,
+const { upstream, kr, key } = await startProbe(tmp, {
   requestLog,
   pin: '1',
   nodeFlags: ['--require', preload],
-  main: mainDir ? join(mainDir, 'dist/src/cli/main.js') : undefined,
+  build: mainDir,
 });
 const pool = new Pool(`http://127.0.0.1:${kr.port}`, { connections: 64 });
 const headers = {

@@ -72,7 +72,7 @@ for (const [id, extra] of variants) {
     upstream: upOrigin,
     requestLog: settings.KEYRELAY_REQUEST_LOG !== 'false',
     pin: '1',
-    main: main ? join(main, 'dist/src/cli/main.js') : undefined,
+    build: main,
     env: { ...env, ...settings },
     nodeFlags,
     logFile: join(ROOT, `bench/results/stream-probe-${id}.log`),

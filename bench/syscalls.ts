@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { compileBench } from './compile.js';
-import { createBenchKey, startKeyrelay } from './keyrelay.js';
-import { startBenchServer, useScriptDir } from './processes.js';
+import { startProbe } from './keyrelay.js';
+import { useScriptDir } from './processes.js';
 import { BODIES } from './protocol.js';
 
 const argv = process.argv.slice(2);
@@ -27,15 +27,7 @@ const mainDir = opt('--main');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-syscalls-'));
 const compiled = compileBench();
 useScriptDir(compiled.dir);
-const upstream = await startBenchServer('upstream.ts', [], '0');
-const dataDir = join(tmp, 'data');
-const key = await createBenchKey(dataDir);
-const kr = await startKeyrelay({
-  dataDir,
-  upstream: `http://127.0.0.1:${upstream.port}`,
-  requestLog: true,
-  main: mainDir ? join(mainDir, 'dist/src/cli/main.js') : undefined,
-});
+const { upstream, kr, key } = await startProbe(tmp, { requestLog: true, build: mainDir });
 const pool = new Pool(`http://127.0.0.1:${kr.port}`, { connections: 1 });
 const STRIPPED = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"stream":true}';
 const kinds = {
