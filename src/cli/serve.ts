@@ -8,7 +8,7 @@ import { startServer } from '../server.js';
 export async function serve(config: Readonly<Config>): Promise<number> {
   const server = await startServer(config);
   const reclaim = startIdleReclaim({
-    onCollect: (reason, ms) => server.app.log.debug({ reason, ms }, 'idle memory reclaim'),
+    onCollect: (reason, ms, trimmed) => server.app.log.debug({ reason, ms, trimmed }, 'idle memory reclaim'),
   });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
