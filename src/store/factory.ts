@@ -25,7 +25,8 @@ export interface Stores {
 
 /** Opens both stores and runs their migrations. */
 export async function openStores(
-  config: Pick<Config, 'dataDir' | 'databaseUrl'> & Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs'>>,
+  config: Pick<Config, 'dataDir' | 'databaseUrl'> &
+    Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs' | 'logWriterNice'>>,
   /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
   notify?: (msg: string) => void,
 ): Promise<Stores> {
@@ -56,7 +57,7 @@ export async function openStores(
   return {
     configStore,
     logStore,
-    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs),
+    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs, config.logWriterNice),
     kind: 'sqlite',
     driver,
   };
