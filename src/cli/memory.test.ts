@@ -1,6 +1,6 @@
 import { getHeapSpaceStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { compacting, exposeGc, loadTrim } from './memory.js';
+import { compacting, exposeGc, loadTrim, startIdleReclaim } from './memory.js';
 
 const MB = 1024 * 1024;
 
@@ -65,4 +65,38 @@ describe('the C heap trim', () => {
     expect(before - after, JSON.stringify({ before, after })).toBeGreaterThan(100);
     expect(keep.length).toBe(2048);
   });
+});
+
+describe('the quiet spell', () => {
+  it("is not restarted by V8's own collections: the reclaim runs idleMs after the traffic, not after them", async () => {
+    const gc = exposeGc();
+    const collections: { reason: string; at: number }[] = [];
+    const reclaim = startIdleReclaim({
+      everyMs: 200,
+      idleMs: 2000,
+      onCollect: (reason) => collections.push({ reason, at: performance.now() }),
+    });
+    // A heap that takes a full collection well over a tenth of a tick (the busy bar): ~3 M live objects.
+    // Building it is the "traffic"; the quiet spell starts after it.
+    let heap: { i: number }[] | null = Array.from({ length: 3_000_000 }, (_, i) => ({ i }));
+    const quietFrom = performance.now();
+    try {
+      await new Promise((r) => setTimeout(r, 1000));
+      const g = performance.now();
+      gc(); // as V8's memory reducer does in a pause: a collection that is not ours
+      const gcMs = performance.now() - g;
+      await new Promise((r) => setTimeout(r, 2800));
+      const grown = collections.filter((c) => c.reason !== 'start').map((c) => c.at - quietFrom);
+      const seen = JSON.stringify({ grown, gcMs });
+      expect(gcMs, seen).toBeGreaterThan(25); // else this test proves nothing
+      expect(grown.length, seen).toBe(1);
+      // ~2 s (+ a tick or two) after the quiet began; counted as traffic, the collection at 1 s would have
+      // pushed it to 3 s and more.
+      expect(grown[0], seen).toBeLessThan(2800);
+      expect(heap.length).toBe(3_000_000);
+    } finally {
+      reclaim.stop();
+      heap = null;
+    }
+  }, 15_000);
 });

@@ -13,7 +13,7 @@
  * Process-level policy, so only the CLI's serve uses it; an embedder (the tests) keeps V8's defaults.
  */
 import { createRequire } from 'node:module';
-import { performance } from 'node:perf_hooks';
+import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -41,7 +41,7 @@ export function compacting(collect: () => void): void {
  * glibc's malloc_trim(0), from the optional addon in native/malloc-trim (built by `npm install`); null when it
  * did not build. A burst leaves holes in the C heap that free() never gives back, because they are not at
  * an arena's top: Node's socket read buffers, Buffers' backing stores and SQLite allocate there. Measured
- * with `PIN=1 bench/memory-probe.ts` after 1,000 streams, 64 streams for 10 s and 30,000 requests: RSS
+ * with `bench/memory-probe.ts 30000 --pin 1 --streams 10` after 1,000 streams, 64 streams for 10 s and 30,000 requests: RSS
  * 169 → 106 MB at the trim, the main arena alone holding 51 MB before it. Its result: true when memory went
  * back, null where the C library has no trim (musl, macOS).
  */
@@ -120,15 +120,36 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   let quietFor = 0;
   let checked = false;
   let last = performance.eventLoopUtilization();
+  // Nor do V8's: its memory reducer collects a pause's garbage by itself some seconds in, 50–200 ms after a
+  // burst on a shared core. Counted as traffic, it restarted the quiet spell: the reclaim ran ~60 s after
+  // the burst instead of 30 (bench/memory-probe.ts --pin 1 --streams 10, debug log). Node reports a
+  // collection after the timer that saw its time, so each tick judges the one before it, by start times.
+  const v8Gcs: { start: number; ms: number }[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) v8Gcs.push({ start: e.startTime, ms: e.duration });
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  let lastAt = performance.now();
+  let previous: { from: number; to: number; busyMs: number; totalMs: number } | null = null;
 
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const { active, idle } = performance.eventLoopUtilization(now, last);
     last = now;
+    const at = performance.now();
     // Our own collections do not make the process busy.
-    const busy = active - gcMs > quiet * (active + idle);
+    const current = { from: lastAt, to: at, busyMs: active - gcMs, totalMs: active + idle };
+    lastAt = at;
     gcMs = 0;
-    if (busy) {
+    const judged = previous;
+    previous = current;
+    if (!judged) return;
+    let v8Ms = 0;
+    while (v8Gcs.length > 0 && v8Gcs[0]!.start < judged.to) {
+      const gc = v8Gcs.shift()!;
+      if (gc.start >= judged.from) v8Ms += gc.ms;
+    }
+    if (judged.busyMs - v8Ms > quiet * judged.totalMs) {
       quietFor = 0;
       checked = false;
       return;
@@ -149,7 +170,12 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
     }
   }, everyMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      gcObserver.disconnect();
+    },
+  };
 }
 
 /**
