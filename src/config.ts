@@ -58,14 +58,6 @@ const schema = z.object({
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
   KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(20_000),
-  /**
-   * SQLite: how many nice levels below the process the log writer's thread runs. It only matters when the
-   * writer and the event loop share a core (several instances on a machine, a container of one CPU): the
-   * scheduler then lets requests go first, and a batch of rows no longer doubles the first-byte time of the
-   * requests that arrive while it is written (docs/performance.md, "Fifth pass"). 2 still leaves the writer
-   * 39 % of a saturated core, more than it needs (~16–30 %); 0: the same priority as requests.
-   */
-  KEYRELAY_LOG_WRITER_NICE: int(0, 19).default(2),
   KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
   /**
    * The request log's full-text index (console search). Off: cheaper log writes (docs/performance.md), and
@@ -141,8 +133,6 @@ export interface Config {
   logFlushMs: number;
   /** SQLite: how long the log writer's thread outlives its last write. */
   logWriterIdleMs: number;
-  /** SQLite: nice levels the log writer's thread runs below the event loop. */
-  logWriterNice: number;
   logQueueMax: number;
   logSearch: { enabled: boolean; bodyChars: number; scanRows: number };
   drainTimeoutMs: number;
@@ -209,7 +199,6 @@ export function loadConfig(
     logBatchSize: e.KEYRELAY_LOG_BATCH_SIZE,
     logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
     logWriterIdleMs: e.KEYRELAY_LOG_WRITER_IDLE_MS,
-    logWriterNice: e.KEYRELAY_LOG_WRITER_NICE,
     logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,
     logSearch: {
       enabled: e.KEYRELAY_LOG_SEARCH,

@@ -25,8 +25,7 @@ export interface Stores {
 
 /** Opens both stores and runs their migrations. */
 export async function openStores(
-  config: Pick<Config, 'dataDir' | 'databaseUrl'> &
-    Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs' | 'logWriterNice'>>,
+  config: Pick<Config, 'dataDir' | 'databaseUrl'> & Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs'>>,
   /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
   notify?: (msg: string) => void,
 ): Promise<Stores> {
@@ -57,7 +56,7 @@ export async function openStores(
   return {
     configStore,
     logStore,
-    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs, config.logWriterNice),
+    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs),
     kind: 'sqlite',
     driver,
   };

@@ -1,23 +1,8 @@
 /** Worker thread that owns the SQLite request-log writes (see log-writer.ts). */
-import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteLogStore, type EncodedRow } from './log-store.js';
 
-const { path, nice } = workerData as { path: string; nice: number };
-/**
- * Below the event loop when they share a core (KEYRELAY_LOG_WRITER_NICE). On Linux a nice value is a
- * thread's own, and pid 0 means this thread: the event loop keeps the process's. Elsewhere (macOS, Windows)
- * the same call would lower the whole process, so it is not made. Lowering needs no privilege; should it be
- * refused, the writer runs at the process's priority, which costs latency, not rows.
- */
-if (nice > 0 && process.platform === 'linux') {
-  try {
-    setPriority(0, Math.min(19, getPriority(0) + nice));
-  } catch {
-    // the writer works the same at the process's priority
-  }
-}
-const store = new SqliteLogStore(path);
+const store = new SqliteLogStore((workerData as { path: string }).path);
 const port = parentPort!;
 
 /**

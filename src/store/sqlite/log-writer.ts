@@ -47,8 +47,6 @@ export class SqliteLogWriter {
      * restart, in the first bytes of the requests that met it (docs/performance.md, "stream first byte").
      */
     private readonly idleMs = 20_000,
-    /** Nice levels the worker's thread runs below the process (KEYRELAY_LOG_WRITER_NICE); 0: none. */
-    private readonly nice = 0,
   ) {}
 
   insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
@@ -68,13 +66,13 @@ export class SqliteLogWriter {
   private start(): Running {
     const js = new URL('./log-writer-worker.js', import.meta.url);
     const worker = existsSync(fileURLToPath(js))
-      ? new Worker(js, { workerData: { path: this.path, nice: this.nice }, resourceLimits: WORKER_LIMITS })
+      ? new Worker(js, { workerData: { path: this.path }, resourceLimits: WORKER_LIMITS })
       : // From source (tsx, vitest) the worker is TypeScript. Node 20 applies no --import hooks inside a
         // worker, so it registers tsx's loader itself before importing the module.
         new Worker(
           `import(${JSON.stringify(tsxApi())}).then(({ register }) => { register(); ` +
             `return import(${JSON.stringify(new URL('./log-writer-worker.ts', import.meta.url).href)}); });`,
-          { eval: true, workerData: { path: this.path, nice: this.nice }, resourceLimits: WORKER_LIMITS },
+          { eval: true, workerData: { path: this.path }, resourceLimits: WORKER_LIMITS },
         );
     const run: Running = { worker, pending: new Map(), idle: null };
     worker.on('message', (msg: Reply) => {
