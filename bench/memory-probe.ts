@@ -69,6 +69,17 @@ const headers = {
   authorization: 'Bearer sk-bench',
   'content-type': 'application/json',
 };
+/** One streamed chat completion, read to its end; `query` tells the fake upstream its chunks and pace. */
+async function stream(pool: Pool, query: string): Promise<void> {
+  const res = await pool.request({
+    method: 'POST',
+    path: `${OPENAI}?${query}`,
+    headers,
+    body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"stream":true}',
+  });
+  await res.body.dump();
+}
+
 try {
   await sleep(35_000);
   const idle = rssMb(kr.pid);
@@ -79,13 +90,7 @@ try {
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(kr.pid))), 100);
   await Promise.all(
     Array.from({ length: 1000 }, async () => {
-      const res = await streams.request({
-        method: 'POST',
-        path: `${OPENAI}?chunks=8&chunk_ms=500`,
-        headers,
-        body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"stream":true}',
-      });
-      await res.body.dump();
+      await stream(streams, 'chunks=8&chunk_ms=500');
     }),
   );
   clearInterval(sampler);
@@ -99,13 +104,7 @@ try {
     await Promise.all(
       Array.from({ length: 64 }, async () => {
         while (Date.now() < until) {
-          const res = await pool.request({
-            method: 'POST',
-            path: `${OPENAI}?chunks=50&chunk_ms=2`,
-            headers,
-            body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}],"stream":true}',
-          });
-          await res.body.dump();
+          await stream(pool, 'chunks=50&chunk_ms=2');
           done++;
         }
       }),
