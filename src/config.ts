@@ -58,6 +58,12 @@ const schema = z.object({
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
   KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(20_000),
+  /**
+   * SQLite's page cache, per connection (the log writer's, the console's reads, the config store's). 2 MB is
+   * SQLite's own default and node:sqlite's; better-sqlite3 (Node 20) is built with 16 MB, which the writer
+   * filled under load for no measured gain in its inserts (docs/performance.md, "Sixth pass").
+   */
+  KEYRELAY_SQLITE_CACHE_MB: int(1, 4096).default(2),
   KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
   /**
    * The request log's full-text index (console search). Off: cheaper log writes (docs/performance.md), and
@@ -133,6 +139,7 @@ export interface Config {
   logFlushMs: number;
   /** SQLite: how long the log writer's thread outlives its last write. */
   logWriterIdleMs: number;
+  sqliteCacheMb: number;
   logQueueMax: number;
   logSearch: { enabled: boolean; bodyChars: number; scanRows: number };
   drainTimeoutMs: number;
@@ -199,6 +206,7 @@ export function loadConfig(
     logBatchSize: e.KEYRELAY_LOG_BATCH_SIZE,
     logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
     logWriterIdleMs: e.KEYRELAY_LOG_WRITER_IDLE_MS,
+    sqliteCacheMb: e.KEYRELAY_SQLITE_CACHE_MB,
     logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,
     logSearch: {
       enabled: e.KEYRELAY_LOG_SEARCH,

@@ -25,7 +25,8 @@ export interface Stores {
 
 /** Opens both stores and runs their migrations. */
 export async function openStores(
-  config: Pick<Config, 'dataDir' | 'databaseUrl'> & Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs'>>,
+  config: Pick<Config, 'dataDir' | 'databaseUrl'> &
+    Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs' | 'sqliteCacheMb'>>,
   /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
   notify?: (msg: string) => void,
 ): Promise<Stores> {
@@ -48,15 +49,17 @@ export async function openStores(
     return { configStore, logStore, logWriter, kind: 'postgres', driver: 'pg' };
   }
   mkdirSync(config.dataDir, { recursive: true });
-  const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'));
+  const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'), {
+    cacheMb: config.sqliteCacheMb,
+  });
   const logPath = join(config.dataDir, 'requests.db');
-  const logStore = new SqliteLogStore(logPath, search);
+  const logStore = new SqliteLogStore(logPath, { ...search, cacheMb: config.sqliteCacheMb });
   await migrateOrClose(configStore, logStore);
   const driver = defaultSqliteDriver();
   return {
     configStore,
     logStore,
-    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs),
+    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs, config.sqliteCacheMb),
     kind: 'sqlite',
     driver,
   };

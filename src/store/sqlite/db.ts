@@ -3,6 +3,9 @@ import { openConnection, type Connection, type OpenOptions, type Statement } fro
 
 export type Db = Connection;
 
+/** KEYRELAY_SQLITE_CACHE_MB's default: SQLite's own. */
+export const DEFAULT_SQLITE_CACHE_MB = 2;
+
 export interface Migration {
   version: number;
   name: string;
@@ -16,6 +19,8 @@ export function openSqlite(path: string, opts: OpenOptions = {}): Db {
   db.exec('PRAGMA synchronous = NORMAL');
   db.exec('PRAGMA busy_timeout = 5000');
   db.exec('PRAGMA foreign_keys = ON');
+  // Set, not left to the driver: better-sqlite3 is built with a 16 MB cache, node:sqlite has SQLite's 2 MB.
+  db.exec(`PRAGMA cache_size = -${Math.round((opts.cacheMb ?? DEFAULT_SQLITE_CACHE_MB) * 1024)}`);
   return db;
 }
 

@@ -46,6 +46,8 @@ export interface OpenOptions {
   readonly?: boolean;
   /** Tests run the store contract on a named driver; everything else takes this Node's. */
   driver?: SqliteDriverName;
+  /** KEYRELAY_SQLITE_CACHE_MB: the connection's page cache (db.ts sets it; the drivers' defaults differ). */
+  cacheMb?: number;
 }
 
 /** This Node's driver; throws the unsupported-version line on a Node keyrelay does not run on. */

@@ -2,7 +2,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteLogStore, type EncodedRow } from './log-store.js';
 
-const store = new SqliteLogStore((workerData as { path: string }).path);
+const { path, cacheMb } = workerData as { path: string; cacheMb?: number };
+const store = new SqliteLogStore(path, { cacheMb });
 const port = parentPort!;
 
 /**

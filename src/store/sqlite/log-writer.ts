@@ -42,11 +42,13 @@ export class SqliteLogWriter {
     private readonly path: string,
     /**
      * A worker with nothing to write for this long exits (KEYRELAY_LOG_WRITER_IDLE_MS). After a burst it
-     * holds ~90 MB that only its exit gives back (its own malloc arena, not its V8 heap); a new one costs
+     * holds memory that only its exit gives back (its V8 heap, its malloc arena); a new one costs
      * ~29 ms of CPU on the process's core, and traffic that pauses for a few seconds paid that at every
      * restart, in the first bytes of the requests that met it (docs/performance.md, "stream first byte").
      */
     private readonly idleMs = 20_000,
+    /** KEYRELAY_SQLITE_CACHE_MB, for the worker's connection. */
+    private readonly cacheMb?: number,
   ) {}
 
   insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
@@ -66,13 +68,20 @@ export class SqliteLogWriter {
   private start(): Running {
     const js = new URL('./log-writer-worker.js', import.meta.url);
     const worker = existsSync(fileURLToPath(js))
-      ? new Worker(js, { workerData: { path: this.path }, resourceLimits: WORKER_LIMITS })
+      ? new Worker(js, {
+          workerData: { path: this.path, cacheMb: this.cacheMb },
+          resourceLimits: WORKER_LIMITS,
+        })
       : // From source (tsx, vitest) the worker is TypeScript. Node 20 applies no --import hooks inside a
         // worker, so it registers tsx's loader itself before importing the module.
         new Worker(
           `import(${JSON.stringify(tsxApi())}).then(({ register }) => { register(); ` +
             `return import(${JSON.stringify(new URL('./log-writer-worker.ts', import.meta.url).href)}); });`,
-          { eval: true, workerData: { path: this.path }, resourceLimits: WORKER_LIMITS },
+          {
+            eval: true,
+            workerData: { path: this.path, cacheMb: this.cacheMb },
+            resourceLimits: WORKER_LIMITS,
+          },
         );
     const run: Running = { worker, pending: new Map(), idle: null };
     worker.on('message', (msg: Reply) => {
