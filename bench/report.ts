@@ -357,6 +357,12 @@ export function renderIssueTable(r: Results, pinned: boolean): string {
       '<=',
       1.2,
     );
+    // Not a target: the same with the request log off, which says what the log costs a first byte.
+    const bare = v(sc, 'bare', 'ttfb_p99');
+    const noLog = v(sc, 'keyrelay_nolog', 'ttfb_p99');
+    if (noLog !== null) {
+      rows.push([`  the same, request log off (ms)`, bare, noLog, '×', ratio(noLog, bare), '(measured)', '']);
+    }
   }
   add(
     'RSS idle (MB)',

@@ -124,7 +124,7 @@ for (let rep = 1; rep <= opts.reps; rep += 1) {
 for (const provider of ['openai', 'anthropic'] as const) {
   for (const c of opts.streamConcurrency) {
     for (let rep = 1; rep <= opts.reps; rep += 1) {
-      for (const s of subjects.filter((x) => x.full)) {
+      for (const s of subjects.filter((x) => x.streams)) {
         const row = await step(`stream_${provider}_c${c}`, s, () =>
           measureStream(driver, s, provider, c, opts.streamMs, opts.streamChunks, opts.streamChunkMs),
         );

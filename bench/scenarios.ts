@@ -25,6 +25,8 @@ export interface Subject {
   sent: number;
   /** Streams and memory steps run for it too (not only latency and throughput). */
   full: boolean;
+  /** The stream steps run for it (every `full` subject, and keyrelay with its log off). */
+  streams: boolean;
   /** Null while its process runs; otherwise why it stopped. */
   exited: () => string | null;
 }
