@@ -57,7 +57,7 @@ const schema = z.object({
    */
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
-  KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(20_000),
+  KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(600_000),
   /**
    * SQLite's page cache, per connection (the log writer's, the console's reads, the config store's). 2 MB is
    * SQLite's own default and node:sqlite's; better-sqlite3 (Node 20) is built with 16 MB, which the writer

@@ -41,12 +41,13 @@ export class SqliteLogWriter {
   constructor(
     private readonly path: string,
     /**
-     * A worker with nothing to write for this long exits (KEYRELAY_LOG_WRITER_IDLE_MS). After a burst it
-     * holds memory that only its exit gives back (its V8 heap, its malloc arena); a new one costs
-     * ~29 ms of CPU on the process's core, and traffic that pauses for a few seconds paid that at every
-     * restart, in the first bytes of the requests that met it (docs/performance.md, "stream first byte").
+     * A worker with nothing to write for this long exits (KEYRELAY_LOG_WRITER_IDLE_MS, 10 minutes). A new
+     * one costs ~29 ms of CPU on the process's core, which the requests in flight then pay in their first
+     * bytes: at 20 s, every burst after a pause longer than that did. Kept, an idle worker holds ~3.5 MB
+     * once the idle reclaim has run, ~9 MB after a burst; only its exit gives that back (docs/performance.md,
+     * "Sixth pass").
      */
-    private readonly idleMs = 20_000,
+    private readonly idleMs = 600_000,
     /** KEYRELAY_SQLITE_CACHE_MB, for the worker's connection. */
     private readonly cacheMb?: number,
   ) {}
