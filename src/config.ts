@@ -139,6 +139,7 @@ export interface Config {
   logFlushMs: number;
   /** SQLite: how long the log writer's thread outlives its last write. */
   logWriterIdleMs: number;
+  /** SQLite: each connection's page cache, MB. */
   sqliteCacheMb: number;
   logQueueMax: number;
   logSearch: { enabled: boolean; bodyChars: number; scanRows: number };
