@@ -2,7 +2,7 @@
  * keyrelay's own errors (PROXY_ERRORS in src/errors.ts): each applicable code, with its status, in the route's provider
  * shape, with `x-keyrelay-error` and `x-keyrelay-request-id`; refusals never reach the upstream.
  */
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../src/keys/actions.js';
@@ -12,6 +12,7 @@ import { rawExchange, rawHead } from './helpers/raw-http.js';
 
 type Provider = 'openai' | 'anthropic';
 const PROVIDERS: Provider[] = ['openai', 'anthropic'];
+const CLOSED_PORT = 1;
 const PATHS: Record<Provider, string> = { openai: '/v1/chat/completions', anthropic: '/v1/messages' };
 const ANTHROPIC_TYPE: Record<number, string> = {
   400: 'invalid_request_error',
@@ -213,12 +214,11 @@ describe('routes and upstreams that do not exist', () => {
   it.each(PROVIDERS)(
     'answers 502 proxy_upstream_unreachable on a %s route when the upstream port is closed',
     async (provider) => {
-      const closed = createServer();
-      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-      const port = (closed.address() as AddressInfo).port;
-      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      // Port 1 (tcpmux): nothing listens there, and no listen(0) is ever given it (the ephemeral range starts
+      // at 32768). A port taken with listen(0) and closed again could be handed to another server meanwhile
+      // (the harness started next, another test file's), which answered 404 (seen once in CI, on Node 22).
       const env = provider === 'openai' ? 'KEYRELAY_OPENAI_UPSTREAM' : 'KEYRELAY_ANTHROPIC_UPSTREAM';
-      const h2 = await startHarness({ [env]: `http://127.0.0.1:${port}` });
+      const h2 = await startHarness({ [env]: `http://127.0.0.1:${CLOSED_PORT}` });
       try {
         const { key: k2 } = await h2.newUser();
         const res = await request(`${h2.url}/api/proxy/${provider}${PATHS[provider]}`, {
