@@ -3,7 +3,7 @@
  * (empty = none), e.g. `-- -- --max-semi-space-size=16`; a `NAME=VALUE` in a group is a setting instead, e.g.
  * `-- -- KEYRELAY_LOG_BATCH_SIZE=500`, and a `main=DIR` runs the keyrelay built in DIR instead of ours (A/B of two
  * commits: `git worktree add DIR <commit>`, link node_modules, `npm run build` there). Two keyrelays as shipped, both pinned to CPU 1,
- * saturated in turn (64 connections); CPU per request (/proc, all threads), throughput and RSS peak per
+ * saturated in turn, in alternating order (64 connections); CPU per request (/proc, all threads), throughput and RSS peak per
  * repetition, then 1,000 slow streams each for RSS. Uses the built dist/ (run `npm run build` first).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +11,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
 import { createBenchKey, startKeyrelay } from './keyrelay.js';
-import { readCpuMs, sampleRss, startBenchServer, startDriver, useScriptDir } from './processes.js';
+import {
+  readCpuMs,
+  readThreadCpuMs,
+  sampleRss,
+  startBenchServer,
+  startDriver,
+  threadDelta,
+  useScriptDir,
+} from './processes.js';
 import type { ClosedResult, HoldResult, Target } from './protocol.js';
 import { median } from './stats.js';
 
@@ -73,6 +81,8 @@ for (const [i, flags] of groups.entries()) {
     child,
     target,
     cpu: [] as number[],
+    /** µs per request on the main thread, the busiest other (the log writer) and the remaining threads. */
+    threads: [] as [number, number, number][],
     rps: [] as number[],
     rss: 0,
   });
@@ -81,8 +91,10 @@ for (const s of subjects)
   await driver.run({ kind: 'closed', target: s.target, concurrency: 32, durationMs: 2000 });
 for (let rep = 0; rep < reps; rep += 1) {
   if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
-  for (const s of subjects) {
+  // Each goes first as often as the other: the first of a pair ran slower often enough to matter.
+  for (const s of rep % 2 ? [...subjects].reverse() : subjects) {
     const cpu0 = readCpuMs(s.child.pid);
+    const threads0 = readThreadCpuMs(s.child.pid);
     const stop = sampleRss(s.child.pid);
     const r = await driver.run<ClosedResult>({
       kind: 'closed',
@@ -91,6 +103,9 @@ for (let rep = 0; rep < reps; rep += 1) {
       durationMs: 4000,
     });
     s.cpu.push(((readCpuMs(s.child.pid) - cpu0) * 1000) / r.ok);
+    const t = threadDelta(s.child.pid, threads0, readThreadCpuMs(s.child.pid));
+    const us = (ms: number) => (ms * 1000) / r.ok;
+    s.threads.push([us(t.mainMs), us(t.busiestOtherMs), us(t.othersMs - t.busiestOtherMs)]);
     s.rps.push(r.rps);
     s.rss = Math.max(s.rss, stop());
   }
@@ -115,6 +130,10 @@ for (const [i, s] of subjects.entries()) {
       `RSS peak at saturation ${s.rss.toFixed(0)} MB, with 1,000 streams ${streams[i]!.toFixed(0)} MB`,
   );
   console.log(`${''.padEnd(32)} repetitions: ${s.cpu.map((c) => c.toFixed(0)).join(', ')} µs/req`);
+  const part = (k: number) => median(s.threads.map((t) => t[k]!)).toFixed(0);
+  console.log(
+    `${''.padEnd(32)} by thread (medians): main ${part(0)}, busiest other (the log writer) ${part(1)}, the rest ${part(2)} µs/req`,
+  );
 }
 driver.stop();
 await Promise.all([upstream.stop(), ...subjects.map((s) => s.child.stop())]);
