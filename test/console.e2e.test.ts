@@ -21,7 +21,13 @@ import {
 } from './fakes/index.js';
 import type { FakeUpstream } from './fakes/index.js';
 import { FAKE_BATCH_ANTHROPIC_MODEL, FAKE_BATCH_FAILED, FAKE_BATCH_LINES } from './fakes/batches.js';
-import { ensureConsoleBuilt, findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
+import {
+  ensureConsoleBuilt,
+  findChromium,
+  launchBrowser,
+  screenshotBothWidths,
+  VIEWPORTS,
+} from './helpers/browser.js';
 import { freePort, startServeProcess, stopServeProcess, type ServeProcess } from './helpers/process.js';
 
 const EMAIL = 'ada@example.com';
@@ -552,6 +558,22 @@ describe('web console, as a new user uses it', () => {
     expect(new Set(codes)).toEqual(new Set(['proxy_key_forbidden', 'proxy_rate_limited']));
     // Only refusals are listed: every row carries a reason.
     expect(await badges.count()).toBe(await rows.count());
+    // Each reason is read whole, not cut by its cell (the status column once clipped "rate limited").
+    for (const vp of [VIEWPORTS.laptop, VIEWPORTS.phone]) {
+      await page.setViewportSize(vp);
+      const clipped = await badges.evaluateAll((els) =>
+        els
+          .filter((e) => {
+            const cell = e.closest('td')!;
+            const badge = e.getBoundingClientRect();
+            const box = cell.getBoundingClientRect();
+            const pad = parseFloat(getComputedStyle(cell).paddingRight);
+            return badge.right > box.right - pad + 0.5 || cell.scrollWidth > cell.clientWidth;
+          })
+          .map((e) => e.textContent),
+      );
+      expect(clipped, `badges cut off at ${vp.width} px`).toEqual([]);
+    }
     await screenshotBothWidths(page, 'requests-refused');
 
     await page

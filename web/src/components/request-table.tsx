@@ -89,7 +89,8 @@ export const COLUMNS: Column[] = [
   {
     id: 'status',
     label: 'Status',
-    width: 128,
+    // Fits a status and the common refusals ("429 rate limited") on one line; a longer reason wraps.
+    width: 148,
     cell: (r) => (
       <span className="status-badges">
         <StatusBadge status={r.status} outcome={r.outcome} />
