@@ -56,6 +56,11 @@ const schema = z.object({
    * (docs/performance.md, "Third pass"). Under light load batches stay small: KEYRELAY_LOG_FLUSH_MS sends them.
    */
   KEYRELAY_LOG_BATCH_SIZE: int(1, 10_000).default(500),
+  /**
+   * Body text per log write, at most (characters; a write holds at least one row): what bounds a batch when
+   * rows carry large bodies, and what the SQLite writer's heap is sized for (store/sqlite/log-writer.ts).
+   */
+  KEYRELAY_LOG_BATCH_BODY_CHARS: int(1).default(8 * 2 ** 20),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
   KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(600_000),
   /**
@@ -136,6 +141,7 @@ export interface Config {
   retentionDays: number;
   bodyRetentionDays: number;
   logBatchSize: number;
+  logBatchBodyChars: number;
   logFlushMs: number;
   /** SQLite: how long the log writer's thread outlives its last write. */
   logWriterIdleMs: number;
@@ -205,6 +211,7 @@ export function loadConfig(
     retentionDays: e.KEYRELAY_RETENTION_DAYS,
     bodyRetentionDays: e.KEYRELAY_BODY_RETENTION_DAYS ?? e.KEYRELAY_RETENTION_DAYS,
     logBatchSize: e.KEYRELAY_LOG_BATCH_SIZE,
+    logBatchBodyChars: e.KEYRELAY_LOG_BATCH_BODY_CHARS,
     logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
     logWriterIdleMs: e.KEYRELAY_LOG_WRITER_IDLE_MS,
     sqliteCacheMb: e.KEYRELAY_SQLITE_CACHE_MB,

@@ -131,7 +131,12 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   });
   const queue = new LogQueue(
     logWriter,
-    { batchSize: config.logBatchSize, flushMs: config.logFlushMs, maxRows: config.logQueueMax },
+    {
+      batchSize: config.logBatchSize,
+      batchBodyChars: config.logBatchBodyChars,
+      flushMs: config.logFlushMs,
+      maxRows: config.logQueueMax,
+    },
     metrics,
     log,
   );

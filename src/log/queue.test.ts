@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeLogRow } from '../../test/helpers/log-rows.js';
 import { createMetrics } from '../metrics.js';
 import { SqliteLogStore } from '../store/sqlite/log-store.js';
+import { SqliteLogWriter } from '../store/sqlite/log-writer.js';
 import type { RequestLogRow } from '../types.js';
 import { LogQueue } from './queue.js';
 
@@ -28,7 +29,12 @@ const metricValue = async (m: ReturnType<typeof createMetrics>, name: string) =>
 describe('LogQueue', () => {
   it('writes rows in batches behind the caller, all of them after flush', async () => {
     const metrics = createMetrics();
-    const q = new LogQueue(store, { batchSize: 50, flushMs: 10_000, maxRows: 10_000 }, metrics, quiet);
+    const q = new LogQueue(
+      store,
+      { batchSize: 50, batchBodyChars: 2 ** 20, flushMs: 10_000, maxRows: 10_000 },
+      metrics,
+      quiet,
+    );
     for (let i = 0; i < 175; i++) q.push(makeLogRow({ at: Date.now() + i }));
     expect(q.depth).toBeGreaterThan(0); // push never waits for the store
     expect(await q.flush()).toBe(0);
@@ -40,7 +46,12 @@ describe('LogQueue', () => {
   });
 
   it('writes a row pushed twice once (idempotent on the request id)', async () => {
-    const q = new LogQueue(store, { batchSize: 10, flushMs: 5, maxRows: 100 }, createMetrics(), quiet);
+    const q = new LogQueue(
+      store,
+      { batchSize: 10, batchBodyChars: 2 ** 20, flushMs: 5, maxRows: 100 },
+      createMetrics(),
+      quiet,
+    );
     const row = makeLogRow();
     q.push(row);
     await q.flush();
@@ -52,7 +63,12 @@ describe('LogQueue', () => {
 
   it('keeps the good rows of a batch that holds a poison row, and counts the rejected one', async () => {
     const metrics = createMetrics();
-    const q = new LogQueue(store, { batchSize: 10, flushMs: 5, maxRows: 100 }, metrics, quiet);
+    const q = new LogQueue(
+      store,
+      { batchSize: 10, batchBodyChars: 2 ** 20, flushMs: 5, maxRows: 100 },
+      metrics,
+      quiet,
+    );
     const poison = { ...makeLogRow(), status: 'not a number' } as unknown as RequestLogRow;
     q.push(makeLogRow({ at: Date.now() }));
     q.push(poison);
@@ -65,9 +81,34 @@ describe('LogQueue', () => {
     q.close();
   });
 
+  it('writes a backlog of rows with bodies at the default limit, in batches the writer can hold', async () => {
+    // 600 rows with 64 KB bodies each way (KEYRELAY_BODY_LOG_BYTES' default), as a store outage or a slow
+    // disk leaves them queued. One batch of 500 such rows is 64 Mi characters, which killed the writer's
+    // worker (its heap limit), and the queue retried that batch for ever: no row was written again.
+    const writer = new SqliteLogWriter(join(dir, 'requests.db'));
+    const q = new LogQueue(
+      writer,
+      { batchSize: 500, batchBodyChars: 8 * 2 ** 20, flushMs: 60_000, maxRows: 10_000 },
+      createMetrics(),
+      quiet,
+    );
+    const body = 'x'.repeat(65_536);
+    for (let i = 0; i < 600; i++)
+      q.push(makeLogRow({ at: Date.now() + i, request_body: body, response_body: body }));
+    expect(await q.flush(20_000)).toBe(0);
+    expect(await store.count()).toBe(600);
+    q.close();
+    await writer.close();
+  }, 30_000);
+
   it('drops and counts rows beyond its bound instead of growing or blocking', async () => {
     const metrics = createMetrics();
-    const q = new LogQueue(store, { batchSize: 1000, flushMs: 10_000, maxRows: 5 }, metrics, quiet);
+    const q = new LogQueue(
+      store,
+      { batchSize: 1000, batchBodyChars: 2 ** 20, flushMs: 10_000, maxRows: 5 },
+      metrics,
+      quiet,
+    );
     for (let i = 0; i < 8; i++) q.push(makeLogRow({ at: Date.now() + i }));
     expect(q.depth).toBe(5);
     expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual([

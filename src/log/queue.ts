@@ -10,14 +10,27 @@ import type { RequestLogRow } from '../types.js';
 
 export interface LogQueueOptions {
   batchSize: number;
+  /**
+   * Body text one batch carries, at most (characters; a batch holds at least one row). Rows are small but
+   * their bodies are not: 500 rows with 64 KB bodies each way are 64 Mi characters, past what the SQLite
+   * writer's worker can hold at once.
+   */
+  batchBodyChars: number;
   flushMs: number;
   maxRows: number;
+}
+
+/** What a row weighs in a batch: its bodies (the rest of a row is small and bounded). */
+function bodyChars(row: RequestLogRow): number {
+  return (row.request_body?.length ?? 0) + (row.response_body?.length ?? 0);
 }
 
 const MAX_BACKOFF_MS = 5_000;
 
 export class LogQueue {
   private rows: RequestLogRow[] = [];
+  /** The queued rows' bodyChars, summed. */
+  private chars = 0;
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
   private failures = 0;
@@ -36,8 +49,9 @@ export class LogQueue {
       return;
     }
     this.rows.push(row);
+    this.chars += bodyChars(row);
     this.metrics.logQueueDepth.set(this.rows.length);
-    if (this.rows.length >= this.opts.batchSize) this.schedule(0);
+    if (this.rows.length >= this.opts.batchSize || this.chars >= this.opts.batchBodyChars) this.schedule(0);
     else this.schedule(this.opts.flushMs);
   }
 
@@ -56,16 +70,32 @@ export class LogQueue {
     this.timer.unref();
   }
 
+  /** How many of the first rows the next batch takes, and their body characters. */
+  private nextBatch(): { size: number; chars: number } {
+    const max = Math.min(this.rows.length, this.opts.batchSize);
+    let size = 0;
+    let chars = 0;
+    while (size < max) {
+      const c = bodyChars(this.rows[size]!);
+      if (size > 0 && chars + c > this.opts.batchBodyChars) break;
+      chars += c;
+      size++;
+    }
+    return { size, chars };
+  }
+
   /** Writes one batch; never rejects. */
   private writeOnce(): Promise<void> {
     if (this.writing) return this.writing;
     if (this.rows.length === 0) return Promise.resolve();
-    const batch = this.rows.slice(0, this.opts.batchSize);
+    const { size, chars } = this.nextBatch();
+    const batch = this.rows.slice(0, size);
     this.writing = this.store
       .insertBatch(batch)
       .then((res: unknown) => {
         // Committed: only now does the batch leave the queue.
         this.rows.splice(0, batch.length);
+        this.chars -= chars;
         const rejected = typeof res === 'object' && res && 'rejected' in res ? Number(res.rejected) : 0;
         this.metrics.logRowsWritten.inc(batch.length - rejected);
         if (rejected > 0) this.metrics.logRowsDropped.inc({ reason: 'rejected' }, rejected);
@@ -90,9 +120,8 @@ export class LogQueue {
         this.metrics.logQueueDepth.set(this.rows.length);
         if (this.rows.length === 0 || this.closed) return;
         const backoff = this.failures ? Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6)) : 0;
-        this.schedule(
-          this.rows.length >= this.opts.batchSize ? backoff : Math.max(backoff, this.opts.flushMs),
-        );
+        const full = this.rows.length >= this.opts.batchSize || this.chars >= this.opts.batchBodyChars;
+        this.schedule(full ? backoff : Math.max(backoff, this.opts.flushMs));
       });
     return this.writing;
   }

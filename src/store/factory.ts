@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Config } from '../config.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
 import { SqliteLogStore } from './sqlite/log-store.js';
-import { SqliteLogWriter } from './sqlite/log-writer.js';
+import { DEFAULT_BATCH_CHARS, SqliteLogWriter } from './sqlite/log-writer.js';
 import { defaultSqliteDriver, type SqliteDriverName } from './sqlite/driver.js';
 import type { ConfigStore, LogStore } from './types.js';
 
@@ -26,7 +26,9 @@ export interface Stores {
 /** Opens both stores and runs their migrations. */
 export async function openStores(
   config: Pick<Config, 'dataDir' | 'databaseUrl'> &
-    Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs' | 'sqliteCacheMb'>>,
+    Partial<
+      Pick<Config, 'logSearch' | 'logWriterIdleMs' | 'sqliteCacheMb' | 'logBatchBodyChars' | 'bodyLogBytes'>
+    >,
   /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
   notify?: (msg: string) => void,
 ): Promise<Stores> {
@@ -59,7 +61,12 @@ export async function openStores(
   return {
     configStore,
     logStore,
-    logWriter: new SqliteLogWriter(logPath, config.logWriterIdleMs, config.sqliteCacheMb),
+    logWriter: new SqliteLogWriter(logPath, {
+      idleMs: config.logWriterIdleMs,
+      cacheMb: config.sqliteCacheMb,
+      // A batch stops at logBatchBodyChars, but holds at least one row, whose two bodies may be larger.
+      batchChars: Math.max(config.logBatchBodyChars ?? DEFAULT_BATCH_CHARS, 2 * (config.bodyLogBytes ?? 0)),
+    }),
     kind: 'sqlite',
     driver,
   };

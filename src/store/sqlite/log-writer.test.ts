@@ -29,13 +29,24 @@ describe('SqliteLogWriter', () => {
   });
 
   it('lets an idle worker exit and starts a new one for the next write', async () => {
-    const writer = new SqliteLogWriter(join(dir, 'requests.db'), 50);
+    const writer = new SqliteLogWriter(join(dir, 'requests.db'), { idleMs: 50 });
     await writer.insertBatch([makeLogRow({ at: Date.now() })]);
     await new Promise((r) => setTimeout(r, 300));
     await writer.insertBatch([makeLogRow({ at: Date.now() + 1 })]);
     expect(await store.count()).toBe(2);
     await writer.close();
   });
+
+  it('holds a row as large as the body settings allow (its heap is sized for the largest batch)', async () => {
+    // KEYRELAY_BODY_LOG_BYTES at 64 MiB: one row can carry 128 Mi characters, which killed the worker when
+    // its heap was a fixed 64 MB (a batch is cut at KEYRELAY_LOG_BATCH_BODY_CHARS, but holds at least a row).
+    const bodyLogBytes = 64 * 2 ** 20;
+    const writer = new SqliteLogWriter(join(dir, 'requests.db'), { batchChars: 2 * bodyLogBytes });
+    const body = 'y'.repeat(bodyLogBytes);
+    const r = await writer.insertBatch([makeLogRow({ request_body: body, response_body: body })]);
+    expect(r).toEqual({ inserted: 1, rejected: 0 });
+    await writer.close();
+  }, 30_000);
 
   it('reports a poison row as rejected and keeps the rest of its batch', async () => {
     const writer = new SqliteLogWriter(join(dir, 'requests.db'));

@@ -20,8 +20,39 @@ interface Pending {
 type Reply =
   { id: number; result: InsertResult } | { id: number; error: { message: string; code?: unknown } };
 
-/** The worker holds one batch at a time: a small heap keeps its share of the process's memory small. */
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 };
+/** KEYRELAY_LOG_BATCH_BODY_CHARS' default: the body text a batch carries when nothing says otherwise. */
+export const DEFAULT_BATCH_CHARS = 8 * 2 ** 20;
+
+/**
+ * The worker holds one batch at a time: a small heap keeps its share of the process's memory small, but it
+ * must hold the largest batch. At its peak a batch is in the heap twice (the message's strings and what
+ * the insert reads), a character is one or two bytes: measured with one-byte text, 31 Mi characters fit a
+ * 64 MB old generation and 43 Mi did not (the worker died, and the queue retried the batch for ever).
+ */
+function workerLimits(batchChars: number): {
+  maxYoungGenerationSizeMb: number;
+  maxOldGenerationSizeMb: number;
+} {
+  return {
+    maxYoungGenerationSizeMb: 2,
+    maxOldGenerationSizeMb: Math.max(64, 32 + 4 * Math.ceil(batchChars / 2 ** 20)),
+  };
+}
+
+export interface SqliteLogWriterOptions {
+  /**
+   * A worker with nothing to write for this long exits (KEYRELAY_LOG_WRITER_IDLE_MS, 10 minutes). A new
+   * one costs ~29 ms of CPU on the process's core, which the requests in flight then pay in their first
+   * bytes: at 20 s, every burst after a pause longer than that did. Kept, an idle worker holds ~3.5 MB
+   * once the idle reclaim has run, ~9 MB after a burst; only its exit gives that back (docs/performance.md,
+   * "Sixth pass").
+   */
+  idleMs?: number;
+  /** KEYRELAY_SQLITE_CACHE_MB, for the worker's connection. */
+  cacheMb?: number;
+  /** The most body text one batch can carry (characters): the worker's heap is sized for it. */
+  batchChars?: number;
+}
 
 function tsxApi(): string {
   const cjs = createRequire(import.meta.url).resolve('tsx/esm/api');
@@ -38,19 +69,18 @@ export class SqliteLogWriter {
   private current: Running | null = null;
   private seq = 0;
 
+  private readonly idleMs: number;
+  private readonly cacheMb: number | undefined;
+  private readonly limits: ReturnType<typeof workerLimits>;
+
   constructor(
     private readonly path: string,
-    /**
-     * A worker with nothing to write for this long exits (KEYRELAY_LOG_WRITER_IDLE_MS, 10 minutes). A new
-     * one costs ~29 ms of CPU on the process's core, which the requests in flight then pay in their first
-     * bytes: at 20 s, every burst after a pause longer than that did. Kept, an idle worker holds ~3.5 MB
-     * once the idle reclaim has run, ~9 MB after a burst; only its exit gives that back (docs/performance.md,
-     * "Sixth pass").
-     */
-    private readonly idleMs = 600_000,
-    /** KEYRELAY_SQLITE_CACHE_MB, for the worker's connection. */
-    private readonly cacheMb?: number,
-  ) {}
+    opts: SqliteLogWriterOptions = {},
+  ) {
+    this.idleMs = opts.idleMs ?? 600_000;
+    this.cacheMb = opts.cacheMb;
+    this.limits = workerLimits(opts.batchChars ?? DEFAULT_BATCH_CHARS);
+  }
 
   insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
     const run = this.current ?? this.start();
@@ -71,7 +101,7 @@ export class SqliteLogWriter {
     const worker = existsSync(fileURLToPath(js))
       ? new Worker(js, {
           workerData: { path: this.path, cacheMb: this.cacheMb },
-          resourceLimits: WORKER_LIMITS,
+          resourceLimits: this.limits,
         })
       : // From source (tsx, vitest) the worker is TypeScript. Node 20 applies no --import hooks inside a
         // worker, so it registers tsx's loader itself before importing the module.
@@ -81,7 +111,7 @@ export class SqliteLogWriter {
           {
             eval: true,
             workerData: { path: this.path, cacheMb: this.cacheMb },
-            resourceLimits: WORKER_LIMITS,
+            resourceLimits: this.limits,
           },
         );
     const run: Running = { worker, pending: new Map(), idle: null };
