@@ -70,6 +70,8 @@ const schema = z.object({
    */
   KEYRELAY_SQLITE_CACHE_MB: int(1, 4096).default(2),
   KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
+  /** Body text the queue holds while the store is unavailable (characters); later rows queue without bodies. */
+  KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS: int(0).default(256 * 2 ** 20),
   /**
    * The request log's full-text index (console search). Off: cheaper log writes (docs/performance.md), and
    * search scans the newest KEYRELAY_LOG_SEARCH_SCAN_ROWS rows per page instead. Changing either search
@@ -148,6 +150,7 @@ export interface Config {
   /** SQLite: each connection's page cache, MB. */
   sqliteCacheMb: number;
   logQueueMax: number;
+  logQueueMaxBodyChars: number;
   logSearch: { enabled: boolean; bodyChars: number; scanRows: number };
   drainTimeoutMs: number;
   trustProxy: boolean;
@@ -216,6 +219,7 @@ export function loadConfig(
     logWriterIdleMs: e.KEYRELAY_LOG_WRITER_IDLE_MS,
     sqliteCacheMb: e.KEYRELAY_SQLITE_CACHE_MB,
     logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,
+    logQueueMaxBodyChars: e.KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS,
     logSearch: {
       enabled: e.KEYRELAY_LOG_SEARCH,
       bodyChars: e.KEYRELAY_LOG_SEARCH_BODY_CHARS,

@@ -102,6 +102,11 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    logBodiesDropped: new Counter({
+      name: 'keyrelay_log_bodies_dropped_total',
+      help: 'Request-log rows queued without their bodies: the queue held KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS already.',
+      registers: [registry],
+    }),
     logWriteErrors: new Counter({
       name: 'keyrelay_log_write_errors_total',
       help: 'Failed batch writes (the batch stays queued and is retried).',

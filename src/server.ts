@@ -136,6 +136,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
       batchBodyChars: config.logBatchBodyChars,
       flushMs: config.logFlushMs,
       maxRows: config.logQueueMax,
+      maxBodyChars: config.logQueueMaxBodyChars,
     },
     metrics,
     log,

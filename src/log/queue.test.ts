@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -8,7 +8,7 @@ import { createMetrics } from '../metrics.js';
 import { SqliteLogStore } from '../store/sqlite/log-store.js';
 import { SqliteLogWriter } from '../store/sqlite/log-writer.js';
 import type { RequestLogRow } from '../types.js';
-import { LogQueue } from './queue.js';
+import { LogQueue, type LogQueueOptions } from './queue.js';
 
 let dir: string;
 let store: SqliteLogStore;
@@ -23,6 +23,14 @@ afterEach(async () => {
 });
 
 const quiet = pino({ level: 'silent' });
+const options = (o: Partial<LogQueueOptions>): LogQueueOptions => ({
+  batchSize: 500,
+  batchBodyChars: 2 ** 20,
+  flushMs: 10_000,
+  maxRows: 10_000,
+  maxBodyChars: 2 ** 30,
+  ...o,
+});
 const metricValue = async (m: ReturnType<typeof createMetrics>, name: string) =>
   (await m.registry.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
 
@@ -31,7 +39,7 @@ describe('LogQueue', () => {
     const metrics = createMetrics();
     const q = new LogQueue(
       store,
-      { batchSize: 50, batchBodyChars: 2 ** 20, flushMs: 10_000, maxRows: 10_000 },
+      options({ batchSize: 50, flushMs: 10_000, maxRows: 10_000 }),
       metrics,
       quiet,
     );
@@ -48,7 +56,7 @@ describe('LogQueue', () => {
   it('writes a row pushed twice once (idempotent on the request id)', async () => {
     const q = new LogQueue(
       store,
-      { batchSize: 10, batchBodyChars: 2 ** 20, flushMs: 5, maxRows: 100 },
+      options({ batchSize: 10, flushMs: 5, maxRows: 100 }),
       createMetrics(),
       quiet,
     );
@@ -63,12 +71,7 @@ describe('LogQueue', () => {
 
   it('keeps the good rows of a batch that holds a poison row, and counts the rejected one', async () => {
     const metrics = createMetrics();
-    const q = new LogQueue(
-      store,
-      { batchSize: 10, batchBodyChars: 2 ** 20, flushMs: 5, maxRows: 100 },
-      metrics,
-      quiet,
-    );
+    const q = new LogQueue(store, options({ batchSize: 10, flushMs: 5, maxRows: 100 }), metrics, quiet);
     const poison = { ...makeLogRow(), status: 'not a number' } as unknown as RequestLogRow;
     q.push(makeLogRow({ at: Date.now() }));
     q.push(poison);
@@ -88,7 +91,7 @@ describe('LogQueue', () => {
     const writer = new SqliteLogWriter(join(dir, 'requests.db'));
     const q = new LogQueue(
       writer,
-      { batchSize: 500, batchBodyChars: 8 * 2 ** 20, flushMs: 60_000, maxRows: 10_000 },
+      options({ batchSize: 500, batchBodyChars: 8 * 2 ** 20, flushMs: 60_000, maxRows: 10_000 }),
       createMetrics(),
       quiet,
     );
@@ -101,14 +104,43 @@ describe('LogQueue', () => {
     await writer.close();
   }, 30_000);
 
-  it('drops and counts rows beyond its bound instead of growing or blocking', async () => {
+  it('keeps queuing rows while the store is down, without their bodies past its bound', async () => {
+    // The writer's file is in a directory that does not exist yet: every write fails until it does.
+    const later = join(dir, 'later');
+    const writer = new SqliteLogWriter(join(later, 'requests.db'));
     const metrics = createMetrics();
     const q = new LogQueue(
-      store,
-      { batchSize: 1000, batchBodyChars: 2 ** 20, flushMs: 10_000, maxRows: 5 },
+      writer,
+      options({ batchSize: 10, flushMs: 5, maxBodyChars: 300_000 }),
       metrics,
       quiet,
     );
+    const body = 'z'.repeat(50_000);
+    for (let i = 0; i < 5; i++)
+      q.push(
+        makeLogRow({ at: Date.now() + i, account_id: 'acct-q', request_body: body, response_body: body }),
+      );
+    // 100,000 characters a row: the first three fit the bound, the last two are kept without bodies.
+    expect(q.depth).toBe(5);
+    expect(await metricValue(metrics, 'keyrelay_log_bodies_dropped_total')).toEqual([
+      'keyrelay_log_bodies_dropped_total 2',
+    ]);
+    mkdirSync(later);
+    const late = new SqliteLogStore(join(later, 'requests.db'));
+    await late.migrate();
+    expect(await q.flush(15_000)).toBe(0);
+    const page = await late.listRequests({ account_id: 'acct-q' }, { limit: 10 });
+    expect(page.items).toHaveLength(5);
+    const bodies = await Promise.all(page.items.map((r) => late.getRequest('acct-q', r.id)));
+    expect(bodies.map((r) => r?.request_body?.length ?? 0).sort()).toEqual([0, 0, 50_000, 50_000, 50_000]);
+    q.close();
+    await writer.close();
+    await late.close();
+  }, 30_000);
+
+  it('drops and counts rows beyond its bound instead of growing or blocking', async () => {
+    const metrics = createMetrics();
+    const q = new LogQueue(store, options({ batchSize: 1000, flushMs: 10_000, maxRows: 5 }), metrics, quiet);
     for (let i = 0; i < 8; i++) q.push(makeLogRow({ at: Date.now() + i }));
     expect(q.depth).toBe(5);
     expect(await metricValue(metrics, 'keyrelay_log_rows_dropped_total')).toEqual([

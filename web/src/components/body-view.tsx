@@ -52,7 +52,8 @@ export function BodyView({
   if (body === null) {
     content = (
       <p className="muted" data-testid={`${id}-missing`}>
-        {missing ?? 'Not logged (turned off for this request, or body logging is disabled).'}
+        {missing ??
+          'Not logged: turned off for this request, body logging is disabled, or the log store was down long enough that keyrelay kept only the row.'}
       </p>
     );
   } else if (body === '') {
