@@ -34,7 +34,10 @@ function workerLimits(batchChars: number): {
   maxOldGenerationSizeMb: number;
 } {
   return {
-    maxYoungGenerationSizeMb: 2,
+    // A batch arriving is ~1 MB of strings under load: with 2 MB the worker scavenged ~11 times a second,
+    // ~3.7 µs a request on the proxy's core; with 8, ~3 times and ~1 µs, for +2–3 MB at peak
+    // (docs/performance.md, "Seventh pass").
+    maxYoungGenerationSizeMb: 8,
     maxOldGenerationSizeMb: Math.max(64, 32 + 4 * Math.ceil(batchChars / 2 ** 20)),
   };
 }
