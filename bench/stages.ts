@@ -59,7 +59,13 @@ const RULES: Rule[] = [
   { stage: 'redaction', files: ['redact'] },
   { stage: 'row building', files: ['exchange', 'record', 'ids', 'log-row', 'row'], functions: ['toLogRow'] },
   { stage: 'queueing', files: ['queue'] },
-  { stage: 'writer (main-thread side)', files: ['log-writer'], functions: ['postMessage'] },
+  // Wall-clock samples: posting a batch wakes the writer, which the scheduler runs at once on the shared core,
+  // so this row also holds the event loop's wait inside postMessage (docs/performance.md, "Seventh pass").
+  {
+    stage: 'writer hand-over (main thread, incl. waits)',
+    files: ['log-writer'],
+    functions: ['postMessage'],
+  },
   {
     stage: 'body read + request parse',
     files: ['body', 'request-info', 'body-buffers', 'read-body'],
