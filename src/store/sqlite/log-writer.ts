@@ -101,21 +101,15 @@ export class SqliteLogWriter {
 
   private start(): Running {
     const js = new URL('./log-writer-worker.js', import.meta.url);
+    const options = { workerData: { path: this.path, cacheMb: this.cacheMb }, resourceLimits: this.limits };
     const worker = existsSync(fileURLToPath(js))
-      ? new Worker(js, {
-          workerData: { path: this.path, cacheMb: this.cacheMb },
-          resourceLimits: this.limits,
-        })
+      ? new Worker(js, options)
       : // From source (tsx, vitest) the worker is TypeScript. Node 20 applies no --import hooks inside a
         // worker, so it registers tsx's loader itself before importing the module.
         new Worker(
           `import(${JSON.stringify(tsxApi())}).then(({ register }) => { register(); ` +
             `return import(${JSON.stringify(new URL('./log-writer-worker.ts', import.meta.url).href)}); });`,
-          {
-            eval: true,
-            workerData: { path: this.path, cacheMb: this.cacheMb },
-            resourceLimits: this.limits,
-          },
+          { ...options, eval: true },
         );
     const run: Running = { worker, pending: new Map(), idle: null };
     worker.on('message', (msg: Reply) => {
