@@ -133,6 +133,8 @@ describe('LogQueue', () => {
     expect(page.items).toHaveLength(5);
     const bodies = await Promise.all(page.items.map((r) => late.getRequest('acct-q', r.id)));
     expect(bodies.map((r) => r?.request_body?.length ?? 0).sort()).toEqual([0, 0, 50_000, 50_000, 50_000]);
+    // A body not kept is not "truncated": the console says why it is missing instead.
+    expect(bodies.filter((r) => r?.response_body === null && !r.response_body_truncated)).toHaveLength(2);
     q.close();
     await writer.close();
     await late.close();

@@ -56,7 +56,13 @@ export class LogQueue {
     let chars = bodyChars(row);
     if (chars > 0 && this.chars + chars > this.opts.maxBodyChars) {
       // The row is what counts and limits the call: it is kept, its bodies are not.
-      row = { ...row, request_body: null, response_body: null };
+      row = {
+        ...row,
+        request_body: null,
+        response_body: null,
+        request_body_truncated: false,
+        response_body_truncated: false,
+      };
       chars = 0;
       this.metrics.logBodiesDropped.inc();
     }
