@@ -5,6 +5,9 @@
 import { z } from 'zod';
 import type { GuardLimits } from './http-guard.js';
 
+/** KEYRELAY_LOG_BATCH_BODY_CHARS' default (8 Mi characters); also the SQLite writer's when it is given none. */
+export const DEFAULT_LOG_BATCH_BODY_CHARS = 8 * 2 ** 20;
+
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
@@ -60,7 +63,7 @@ const schema = z.object({
    * Body text per log write, at most (characters; a write holds at least one row): what bounds a batch when
    * rows carry large bodies, and what the SQLite writer's heap is sized for (store/sqlite/log-writer.ts).
    */
-  KEYRELAY_LOG_BATCH_BODY_CHARS: int(1).default(8 * 2 ** 20),
+  KEYRELAY_LOG_BATCH_BODY_CHARS: int(1).default(DEFAULT_LOG_BATCH_BODY_CHARS),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
   KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(600_000),
   /**

@@ -1,10 +1,10 @@
 /** The one place that picks and imports concrete stores: PostgreSQL when a URL is set, else SQLite files. */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../config.js';
+import { DEFAULT_LOG_BATCH_BODY_CHARS, type Config } from '../config.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
 import { SqliteLogStore } from './sqlite/log-store.js';
-import { DEFAULT_BATCH_CHARS, SqliteLogWriter } from './sqlite/log-writer.js';
+import { SqliteLogWriter } from './sqlite/log-writer.js';
 import { defaultSqliteDriver, type SqliteDriverName } from './sqlite/driver.js';
 import type { ConfigStore, LogStore } from './types.js';
 
@@ -65,7 +65,10 @@ export async function openStores(
       idleMs: config.logWriterIdleMs,
       cacheMb: config.sqliteCacheMb,
       // A batch stops at logBatchBodyChars, but holds at least one row, whose two bodies may be larger.
-      batchChars: Math.max(config.logBatchBodyChars ?? DEFAULT_BATCH_CHARS, 2 * (config.bodyLogBytes ?? 0)),
+      batchChars: Math.max(
+        config.logBatchBodyChars ?? DEFAULT_LOG_BATCH_BODY_CHARS,
+        2 * (config.bodyLogBytes ?? 0),
+      ),
     }),
     kind: 'sqlite',
     driver,

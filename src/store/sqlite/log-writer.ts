@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { DEFAULT_LOG_BATCH_BODY_CHARS } from '../../config.js';
 import type { RequestLogRow } from '../../types.js';
 import type { InsertResult } from '../types.js';
 import { encodeRows } from './log-store.js';
@@ -19,9 +20,6 @@ interface Pending {
 
 type Reply =
   { id: number; result: InsertResult } | { id: number; error: { message: string; code?: unknown } };
-
-/** KEYRELAY_LOG_BATCH_BODY_CHARS' default: the body text a batch carries when nothing says otherwise. */
-export const DEFAULT_BATCH_CHARS = 8 * 2 ** 20;
 
 /**
  * The worker holds one batch at a time: a small heap keeps its share of the process's memory small, but it
@@ -82,7 +80,7 @@ export class SqliteLogWriter {
   ) {
     this.idleMs = opts.idleMs ?? 600_000;
     this.cacheMb = opts.cacheMb;
-    this.limits = workerLimits(opts.batchChars ?? DEFAULT_BATCH_CHARS);
+    this.limits = workerLimits(opts.batchChars ?? DEFAULT_LOG_BATCH_BODY_CHARS);
   }
 
   insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
