@@ -102,4 +102,29 @@ describe('the quiet spell', () => {
       heap = null;
     }
   }, 20_000);
+
+  it('collects once a few MB have grown since the last collection (what the first requests after start leave)', async () => {
+    // What tests before left is collected and unmapped first: RSS falling meanwhile would lower the baseline.
+    exposeGc()();
+    await new Promise((r) => setTimeout(r, 500));
+    const collections: string[] = [];
+    const reclaim = startIdleReclaim({
+      everyMs: 200,
+      idleMs: 1000,
+      onCollect: (reason) => collections.push(reason),
+    });
+    let grown: Buffer | null = null;
+    try {
+      // Resident for sure (filled, not calloc's untouched zero pages): RSS is ~12 MB over the baseline (start-up's
+      // first requests leave 3–7), under the old 16 MB bar. The default bar must see it.
+      grown = Buffer.alloc(12 * 1024 * 1024, 1);
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(collections).toContain('grown');
+      expect(collections.filter((c) => c !== 'start').length).toBe(1);
+    } finally {
+      reclaim.stop();
+      expect(grown?.length).toBe(12 * 1024 * 1024);
+      grown = null;
+    }
+  }, 20_000);
 });
