@@ -41,6 +41,7 @@ describe('loadConfig', () => {
     ['KEYRELAY_SQLITE_CACHE_MB', '0'],
     ['KEYRELAY_LOG_BATCH_BODY_CHARS', '0'],
     ['KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS', '-1'],
+    ['KEYRELAY_UPSTREAM_KEEPALIVE_MS', '0'],
   ])('refuses %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

@@ -42,6 +42,11 @@ const schema = z.object({
   KEYRELAY_BODY_LOG_BYTES: int(0).default(65536),
   KEYRELAY_MAX_BODY_BYTES: int(1).default(33554432),
   KEYRELAY_CONNECT_TIMEOUT_MS: int(1).default(10_000),
+  /**
+   * How long an idle upstream connection is kept for reuse, at most. A provider's Keep-Alive hint can
+   * shorten it, not lengthen it (undici alone follows a hint up to 10 minutes).
+   */
+  KEYRELAY_UPSTREAM_KEEPALIVE_MS: int(1).default(30_000),
   /** Until upstream response headers: non-streaming reasoning calls can think for minutes. */
   KEYRELAY_HEADERS_TIMEOUT_MS: int(1).default(600_000),
   /** Longest silence between two body chunks of an upstream response. */
@@ -138,6 +143,7 @@ export interface Config {
   bodyLogBytes: number;
   maxBodyBytes: number;
   connectTimeoutMs: number;
+  upstreamKeepAliveMs: number;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
   keyCacheTtlMs: number;
@@ -209,6 +215,7 @@ export function loadConfig(
     bodyLogBytes: e.KEYRELAY_BODY_LOG_BYTES,
     maxBodyBytes: e.KEYRELAY_MAX_BODY_BYTES,
     connectTimeoutMs: e.KEYRELAY_CONNECT_TIMEOUT_MS,
+    upstreamKeepAliveMs: e.KEYRELAY_UPSTREAM_KEEPALIVE_MS,
     headersTimeoutMs: e.KEYRELAY_HEADERS_TIMEOUT_MS,
     idleTimeoutMs: e.KEYRELAY_IDLE_TIMEOUT_MS,
     keyCacheTtlMs: e.KEYRELAY_KEY_CACHE_TTL_MS,

@@ -143,7 +143,10 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   );
   const dispatcher = new Agent({
     connect: { timeout: config.connectTimeoutMs },
-    keepAliveTimeout: 30_000,
+    // After a burst of 1,000 streams, a provider's long hint held 1,000 idle sockets (~8 KB of heap each
+    // over plain HTTP, more with TLS) for as long as it said; the hint may only shorten ours.
+    keepAliveTimeout: config.upstreamKeepAliveMs,
+    keepAliveMaxTimeout: config.upstreamKeepAliveMs,
     // undici's own limits must not cut long generations: ours (headers/idle) are passed per request.
     headersTimeout: 0,
     bodyTimeout: 0,
