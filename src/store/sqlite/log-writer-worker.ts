@@ -3,7 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteLogStore, type EncodedRow } from './log-store.js';
 
 const { path, cacheMb } = workerData as { path: string; cacheMb?: number };
-const store = new SqliteLogStore(path, { cacheMb });
+const store = new SqliteLogStore(path, { cacheMb, trustEncoded: true });
 const port = parentPort!;
 
 /**
