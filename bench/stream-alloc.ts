@@ -4,9 +4,11 @@
  * profiler with the objects young-generation collections free included (a stream's garbage, which sets how
  * often scavenges come and how much gets promoted). Prints bytes per chunk, total and by allocating function.
  *
- *   npm run build && npx tsx bench/stream-alloc.ts [seconds] [--no-log] [--plain] [--main DIR]
+ *   npm run build && npx tsx bench/stream-alloc.ts [seconds] [--no-log] [--plain] [--promoted] [--main DIR]
  * (default 4 s, after 2 s warm-up). --plain: non-streaming chat completions instead, bytes per request (the
- * throughput step's requests). --main DIR: the keyrelay built in DIR (e.g. a worktree of another commit).
+ * throughput step's requests). --promoted: only what outlived the young generation (objects scavenges freed
+ * left out): what the old generation receives, which costs copying, marking and sweeping, by function.
+ * --main DIR: the keyrelay built in DIR (e.g. a worktree of another commit).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +21,7 @@ import { useScriptDir } from './processes.js';
 const seconds = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 4);
 const requestLog = !process.argv.includes('--no-log');
 const plain = process.argv.includes('--plain');
+const promoted = process.argv.includes('--promoted');
 const mainDir = process.argv.includes('--main')
   ? process.argv[process.argv.indexOf('--main') + 1]
   : undefined;
@@ -33,7 +36,7 @@ writeFileSync(
 const s = new inspector.Session();
 s.connect();
 process.on('SIGUSR2', () => s.post('HeapProfiler.startSampling', { samplingInterval: 4096,
-  includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }));
+  includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: ${!promoted} }));
 process.on('SIGWINCH', () => s.post('HeapProfiler.stopSampling', (err, r) => {
   require('node:fs').writeFileSync(${JSON.stringify(out)}, err ? '' : JSON.stringify(r.profile));
 }));
@@ -109,7 +112,8 @@ const chunks = streams * CHUNKS;
 const what = plain ? `${streams} requests` : `${streams} streams, ${chunks} chunks`;
 console.log(
   `${what} in ${seconds} s (request log ${requestLog ? 'on' : 'off'}): ` +
-    `${Math.round(total / chunks)} bytes allocated per ${plain ? 'request' : 'chunk'} on the main thread`,
+    `${Math.round(total / chunks)} bytes ${promoted ? 'outliving the young generation' : 'allocated'} per ` +
+    `${plain ? 'request' : 'chunk'} on the main thread`,
 );
 for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 25))
   console.log(`${String(Math.round(bytes / chunks)).padStart(6)}  ${site}`);

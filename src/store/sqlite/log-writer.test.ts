@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeLogRow } from '../../../test/helpers/log-rows.js';
-import { SqliteLogStore } from './log-store.js';
+import { serialize } from 'node:v8';
+import { SqliteLogStore, encodeRows } from './log-store.js';
 import { SqliteLogWriter } from './log-writer.js';
 
 let dir: string;
@@ -63,5 +64,16 @@ describe('SqliteLogWriter', () => {
     expect(r).toEqual({ inserted: 2, rejected: 4 });
     expect(await store.count()).toBe(2);
     await writer.close();
+  });
+
+  it('sends each row as a dense array, which the structured clone copies in its fast form', () => {
+    // A holey array (new Array(n) filled in) is written index by index: 2.5× the time on the event loop,
+    // 2.2× in the writer reading it back. The serialized form names the kind: 'A' dense, 'a' sparse.
+    // Hot enough for the optimizing compiler, whose inlined Array.prototype.map allocates a holey array.
+    const rows = Array.from({ length: 200 }, (_, i) => makeLogRow({ at: Date.now() + i }));
+    let encoded: unknown[] = [];
+    for (let i = 0; i < 200; i++) encoded = encodeRows(rows).encoded;
+    const bytes = serialize(encoded[199]);
+    expect(String.fromCharCode(bytes[2]!)).toBe('A'); // after the version header (0xFF, version)
   });
 });
