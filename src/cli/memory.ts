@@ -18,7 +18,7 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /** What V8 shrinks an idle young generation to (1 MB semi-spaces) is well under this. */
-const SMALL_YOUNG_GENERATION = 16 * 1024 * 1024;
+const SMALL_YOUNG_GENERATION = 4 * 1024 * 1024;
 
 /**
  * Runs a collection that also compacts the old generation. A plain full collection frees a burst's garbage

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serialize } from 'node:v8';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeLogRow } from '../../../test/helpers/log-rows.js';
-import { serialize } from 'node:v8';
 import { SqliteLogStore, encodeRows } from './log-store.js';
 import { SqliteLogWriter } from './log-writer.js';
 
