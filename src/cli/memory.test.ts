@@ -104,9 +104,17 @@ describe('the quiet spell', () => {
   }, 20_000);
 
   it('collects once a few MB have grown since the last collection (what the first requests after start leave)', async () => {
-    // What tests before left is collected and unmapped first: RSS falling meanwhile would lower the baseline.
+    // What tests before left is collected and unmapped first: RSS falling meanwhile would lower the baseline
+    // below the growth. Freeing the last test's heap takes a while when the suite loads both cores.
     exposeGc()();
-    await new Promise((r) => setTimeout(r, 500));
+    const rssMb = () => process.memoryUsage.rss() / 2 ** 20;
+    for (let last = rssMb(), i = 0; i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      const now = rssMb();
+      if (Math.abs(now - last) < 0.5) break;
+      last = now;
+    }
+    const rssSeen: number[] = [];
     const collections: string[] = [];
     const reclaim = startIdleReclaim({
       everyMs: 200,
@@ -119,9 +127,11 @@ describe('the quiet spell', () => {
       // first requests leave 3–7), under the old 16 MB bar. The default bar must see it.
       grown = Buffer.alloc(12 * 1024 * 1024, 1);
       // 1 s of quiet, judged by 200 ms ticks: ~1.4 s, later on a busy machine.
-      for (let waited = 0; waited < 6000 && collections.length < 2; waited += 100)
+      for (let waited = 0; waited < 6000 && collections.length < 2; waited += 100) {
         await new Promise((r) => setTimeout(r, 100));
-      expect(collections).toContain('grown');
+        rssSeen.push(Math.round(rssMb()));
+      }
+      expect(collections, `RSS (MB) meanwhile: ${rssSeen.join(' ')}`).toContain('grown');
       expect(collections.filter((c) => c !== 'start').length).toBe(1);
     } finally {
       reclaim.stop();
