@@ -37,6 +37,12 @@ export interface RequestLogRow {
   response_body: string | null; // decoded (decompressed) text, truncated likewise
   request_body_truncated: boolean;
   response_body_truncated: boolean;
+  /**
+   * What search reads of a streamed response instead of its SSE frames: the first event (ids, model) and
+   * the text the model streamed, within the body-log limit. Null for every other response (search reads
+   * the body). Never returned by the API.
+   */
+  response_search_text?: string | null;
   client_ip: string | null;
   user_agent: string | null;
   credential_fingerprint: string | null; // HMAC of the provider credential, never the credential

@@ -17,6 +17,9 @@ import { PgLogStore, type PgLogStoreOptions } from '../src/store/postgres/log-st
 import { openSqlite, runSqliteMigrations } from '../src/store/sqlite/db.js';
 import { LOG_MIGRATIONS } from '../src/store/sqlite/log-schema.js';
 import { applyLogSearch, hasSearchIndex } from '../src/store/sqlite/log-search.js';
+import { LOG_COLUMNS } from '../src/store/log-query.js';
+import { encodeRows } from '../src/store/sqlite/log-store.js';
+import type { RequestLogRow } from '../src/types.js';
 import { SqliteLogStore, type SqliteLogStoreOptions } from '../src/store/sqlite/log-store.js';
 import type { LogStore } from '../src/store/types.js';
 import { describeLogSearchContract } from './helpers/log-contract.js';
@@ -256,6 +259,71 @@ describe('applyLogSearch (SQLite)', () => {
 });
 
 describe('applyPgLogSearch (PostgreSQL)', () => {
+  it('builds the current index on a new install (an empty table), where v4 made a whole-body column', async () => {
+    const db = await createTestDatabase();
+    const pool = new pg.Pool({ connectionString: db.url });
+    try {
+      await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS);
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 })).toBe('rebuilt');
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 })).toBe('unchanged');
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  });
+
+  it("keeps an index from before streams' search text without rewriting the table; off and on rebuilds it", async () => {
+    const db = await createTestDatabase();
+    const pool = new pg.Pool({ connectionString: db.url });
+    const told: string[] = [];
+    const acct = `acct-${newId()}`;
+    const frame = (text: string) => `data: {"choices":[{"delta":{"content":"${text}"}}]}\n\n`;
+    const stream = makeLogRow({
+      account_id: acct,
+      stream: true,
+      response_body: frame('Kooka') + frame('burra laughs'),
+      response_search_text: 'Kookaburra laughs',
+    });
+    const file = async () =>
+      (await pool.query<{ f: string }>(`SELECT pg_relation_filenode('requests')::text AS f`)).rows[0]!.f;
+    try {
+      // What that release left: its column read a response by its body, and said so in its comment.
+      await runPgMigrations(
+        pool,
+        'log',
+        PG_LOG_MIGRATIONS.filter((m) => m.version <= 5),
+      );
+      await pool.query(`ALTER TABLE requests DROP COLUMN search_vector`);
+      await pool.query(`ALTER TABLE requests ADD COLUMN search_vector tsvector GENERATED ALWAYS AS (
+        to_tsvector('simple'::regconfig, regexp_replace(coalesce(response_body, ''), '[^[:alnum:]]+', ' ', 'g'))
+      ) STORED`);
+      await pool.query(`COMMENT ON COLUMN requests.search_vector IS 'keyrelay search: body_chars=8192'`);
+      await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS);
+      const store = new PgLogStore(db.url);
+      const find = async (q: string) =>
+        ids((await store.listRequests({ account_id: acct, search: q }, { limit: 50 })).items);
+      try {
+        await store.insertBatch([stream]);
+        const before = await file();
+        const notify = (msg: string) => told.push(msg);
+        expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('kept');
+        expect(await file()).toBe(before);
+        expect(told.join('\n')).toContain('SSE frames');
+        expect(await find('laughs')).toEqual([stream.id]);
+        expect(await find('kookaburra')).toEqual([]); // the frames split it
+        expect(await applyPgLogSearch(pool, { enabled: false, bodyChars: 8192 }, notify)).toBe('dropped');
+        expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('rebuilt');
+        expect(await find('kookaburra')).toEqual([stream.id]);
+        expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('unchanged');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  });
+
   it('keeps an index from before these settings without rewriting the table; off and on rebuilds it', async () => {
     const db = await createTestDatabase();
     const pool = new pg.Pool({ connectionString: db.url });
@@ -265,6 +333,10 @@ describe('applyPgLogSearch (PostgreSQL)', () => {
       (await pool.query<{ f: string }>(`SELECT pg_relation_filenode('requests')::text AS f`)).rows[0]!.f;
     try {
       await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS); // v4's whole-body column, no comment
+      // A log with rows: an empty one (a new install) is rebuilt, as there is nothing to rewrite.
+      const writer = new PgLogStore(db.url);
+      await writer.insertBatch([makeLogRow()]);
+      await writer.close();
       const before = await file();
       expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('kept');
       expect(await file()).toBe(before); // no rewrite at upgrade
@@ -280,4 +352,113 @@ describe('applyPgLogSearch (PostgreSQL)', () => {
       await db.drop();
     }
   });
+});
+
+/**
+ * What the release before streams' search text (SQLite migration v6) left in a file with the default body
+ * limit: its view and triggers read a response by its body alone. Copied from sqlite_master of a file that
+ * release wrote.
+ */
+const capped8192 = (c: string) =>
+  `CASE WHEN length(${c}) <= 8192 THEN ${c} ELSE substr(${c}, 1, 4096) || ' ' || substr(${c}, -4096) END`;
+const legacyValues = (p: string) =>
+  `${p}.rowid, ${p}.model, ${p}.path, ${p}.end_user, ${p}.session, ${capped8192(`${p}.request_body`)}, ${capped8192(`${p}.response_body`)}`;
+const FTS_COLUMNS = 'model, path, end_user, session, request_body, response_body';
+const LEGACY_INDEX_SQL = [
+  `CREATE VIRTUAL TABLE requests_fts USING fts5(${FTS_COLUMNS}, content = 'requests', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2', detail = none, columnsize = 0)`,
+  `CREATE VIEW requests_fts_source AS SELECT rowid AS row, model, path, end_user, session, ${capped8192('request_body')} AS request_body, ${capped8192('response_body')} AS response_body FROM requests`,
+  `CREATE TRIGGER requests_fts_delete AFTER DELETE ON requests BEGIN INSERT INTO requests_fts (requests_fts, rowid, ${FTS_COLUMNS}) VALUES ('delete', ${legacyValues('old')}); END`,
+  `CREATE TRIGGER requests_fts_update AFTER UPDATE ON requests BEGIN INSERT INTO requests_fts (requests_fts, rowid, ${FTS_COLUMNS}) VALUES ('delete', ${legacyValues('old')}); INSERT INTO requests_fts (rowid, ${FTS_COLUMNS}) VALUES (${legacyValues('new')}); END`,
+];
+
+describe("SQLite: an index from before streams' search text", () => {
+  const frame = (text: string) => `data: {"choices":[{"delta":{"content":"${text}"}}]}\n\n`;
+
+  /** A file as that release left it, with rows it indexed; `downgraded`: rows with search text among them. */
+  function legacyFile(path: string, rows: RequestLogRow[], downgraded: boolean): void {
+    const db = openSqlite(path);
+    try {
+      runSqliteMigrations(
+        db,
+        LOG_MIGRATIONS.filter((m) => m.version <= (downgraded ? 6 : 5)),
+      );
+      db.exec(`DROP TRIGGER requests_fts_insert; DROP TRIGGER requests_fts_delete;
+        DROP TRIGGER requests_fts_update; DROP TABLE requests_fts;`);
+      for (const sql of LEGACY_INDEX_SQL) db.exec(sql);
+      const columns = downgraded ? LOG_COLUMNS : LOG_COLUMNS.filter((c) => c !== 'response_search_text');
+      const insert = db.prepare(
+        `INSERT INTO requests (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+      );
+      for (const values of encodeRows(rows).encoded) insert.run(...values.slice(0, columns.length));
+      db.exec(
+        `INSERT INTO requests_fts (rowid, ${FTS_COLUMNS}) SELECT row, ${FTS_COLUMNS} FROM requests_fts_source`,
+      );
+    } finally {
+      db.close();
+    }
+  }
+
+  it.each([
+    ['an upgrade', false],
+    ['an upgrade after a downgrade (rows with search text, indexed by their frames)', true],
+  ])(
+    '%s: swaps the view and triggers without reindexing, and stays in step with deletes',
+    async (_, downgraded) => {
+      const dir = mkdtempSync(join(tmpdir(), 'keyrelay-search-'));
+      const path = join(dir, 'requests.db');
+      const acct = `acct-${newId()}`;
+      const t = Date.parse('2026-07-01T00:00:00.000Z');
+      const old = makeLogRow({
+        account_id: acct,
+        at: t,
+        stream: true,
+        response_body: frame('Wom') + frame('bat wallaby'),
+        ...(downgraded ? { response_search_text: 'Wombat wallaby' } : {}),
+      });
+      const json = makeLogRow({ account_id: acct, at: t + 1, request_body: body('tabby cat') });
+      legacyFile(path, [old, json], downgraded);
+      const told: string[] = [];
+      const store = new SqliteLogStore(path, { onSearchIndex: (m) => told.push(m) });
+      const find = async (q: string) =>
+        ids((await store.listRequests({ account_id: acct, search: q }, { limit: 50 })).items);
+      try {
+        await store.migrate();
+        expect(told).toEqual([
+          'request log search index now reads streamed responses by their text (no reindex)',
+        ]);
+        expect(await find('tabby')).toEqual([json.id]);
+        expect(await find('wallaby')).toEqual([old.id]);
+        // Split across its frames: found only where the row has search text.
+        expect(await find('wombat')).toEqual(downgraded ? [old.id] : []);
+        const fresh = makeLogRow({
+          account_id: acct,
+          at: t + 2,
+          stream: true,
+          response_body: frame('Kooka') + frame('burra'),
+          response_search_text: 'Kookaburra',
+        });
+        await store.insertBatch([fresh]);
+        expect(await find('kookaburra')).toEqual([fresh.id]);
+        // Deletes remove exactly the words the index holds: a row that takes a deleted row's rowid is not
+        // found by that row's words.
+        await store.prune(new Date(t + 3).toISOString());
+        const reuse = makeLogRow({ account_id: acct, at: t + 4, request_body: body('nothing shared') });
+        await store.insertBatch([reuse]);
+        for (const q of ['wallaby', 'wombat', 'tabby', 'kookaburra', 'burra', 'bat'])
+          expect(await find(q)).toEqual([]);
+        expect(await find('shared')).toEqual([reuse.id]);
+        await store.close();
+        const db = openSqlite(path);
+        try {
+          db.exec(`INSERT INTO requests_fts (requests_fts, rank) VALUES ('integrity-check', 0)`);
+          expect(applyLogSearch(db, { enabled: true, bodyChars: 8192 })).toBe('unchanged');
+        } finally {
+          db.close();
+        }
+      } finally {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -4,6 +4,7 @@
  */
 import { connect } from 'node:net';
 import { calcPrice } from '@pydantic/genai-prices';
+import OpenAI from 'openai';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogRow } from '../src/types.js';
@@ -147,6 +148,54 @@ describe('request log', () => {
     const log = await row(r.id);
     expect(log.input_tokens).toBe(11);
     expect(log.cost_usd).toBeNull();
+  });
+
+  it("finds a streamed answer in the console's search by words its deltas split", async () => {
+    const email = `search-${Date.now()}@example.com`;
+    const searcher = await h.newUser(email);
+    const client = new OpenAI({
+      apiKey: 'sk-canary-openai-123',
+      baseURL: `${h.url}/api/proxy/openai/v1`,
+      defaultHeaders: { 'proxy-api-key': searcher.key },
+    });
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'say hi' }] })
+      .withResponse();
+    let text = '';
+    const deltas: string[] = [];
+    for await (const chunk of stream) {
+      const d = chunk.choices[0]?.delta.content;
+      if (d) deltas.push(d);
+      text += d ?? '';
+    }
+    expect(deltas.slice(0, 2)).toEqual(['Hel', 'lo part1']); // "Hello" reaches the log split in two frames
+    expect(text).toMatch(/^Hello part1/);
+    const id = response.headers.get('x-keyrelay-request-id')!;
+    await h.flushLog();
+    const logged = (await h.kr.services.logStore.getRequest(searcher.accountId, id))!;
+    expect(logged.response_body).not.toContain('Hello');
+    expect(logged).not.toHaveProperty('response_search_text'); // search's own copy: never shown
+
+    const login = await request(`${h.url}/api/console/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: h.url },
+      body: JSON.stringify({ email, password: 'correct horse battery' }),
+    });
+    expect(login.statusCode).toBe(200);
+    await login.body.dump();
+    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+    const search = async (q: string) => {
+      const res = await request(`${h.url}/api/console/requests?q=${encodeURIComponent(q)}`, {
+        headers: { cookie },
+      });
+      expect(res.statusCode).toBe(200);
+      return ((await res.body.json()) as { items: { id: string }[] }).items.map((r) => r.id);
+    };
+    expect(await search('hello part1')).toContain(id);
+    expect(await search(logged.model ?? 'gpt-4o-mini')).toContain(id);
+    // The frames after the first are read for their text only: the usage chunk's JSON is not searched.
+    expect(logged.response_body).toContain('"prompt_tokens"');
+    expect(await search('prompt_tokens')).not.toContain(id);
   });
 
   it('records end user, session, properties, and drops bodies on request', async () => {

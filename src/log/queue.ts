@@ -27,7 +27,11 @@ export interface LogQueueOptions {
 
 /** What a row weighs in a batch: its bodies (the rest of a row is small and bounded). */
 function bodyChars(row: RequestLogRow): number {
-  return (row.request_body?.length ?? 0) + (row.response_body?.length ?? 0);
+  return (
+    (row.request_body?.length ?? 0) +
+    (row.response_body?.length ?? 0) +
+    (row.response_search_text?.length ?? 0)
+  );
 }
 
 const MAX_BACKOFF_MS = 5_000;
@@ -60,6 +64,7 @@ export class LogQueue {
         ...row,
         request_body: null,
         response_body: null,
+        response_search_text: null,
         request_body_truncated: false,
         response_body_truncated: false,
       };

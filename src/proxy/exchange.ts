@@ -35,7 +35,8 @@ export interface Exchange {
   usage: Usage | null;
   /** Set where the cost is not the usage's (batch results: the batch's total, once): wins over pricing. */
   priced?: { cost_usd: number | null; price_source: string | null } | null;
-  responseBody: Readonly<{ text: string | null; truncated: boolean }>;
+  /** `searchText`: a stream's, for search (RequestLogRow.response_search_text). */
+  responseBody: Readonly<{ text: string | null; truncated: boolean; searchText?: string | null }>;
   /** Its row was built (or building it began): an exchange is recorded once, even if recording fails. */
   finished: boolean;
   /** What the key's limits hold for this request (issue #13): settled with its row, whatever its ending. */
@@ -199,6 +200,7 @@ export function toLogRow(
     response_body: keepBodies ? ex.responseBody.text : null,
     request_body_truncated: reqBody !== null && reqBody.length > bodyLogBytes,
     response_body_truncated: keepBodies && ex.responseBody.truncated,
+    response_search_text: keepBodies ? (ex.responseBody.searchText ?? null) : null,
     client_ip: clientIp(req, trustProxy, ex.socketAddress),
     user_agent: header(req, 'user-agent'),
     credential_fingerprint: credential ? ctx.fingerprint(credential) : null,

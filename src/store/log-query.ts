@@ -52,6 +52,7 @@ export const LOG_COLUMNS = [
   'ws_close_code',
   'ws_close_reason',
   'error_message',
+  'response_search_text',
 ] as const satisfies readonly (keyof RequestLogRow)[];
 
 export type LogColumn = (typeof LOG_COLUMNS)[number];
@@ -62,7 +63,10 @@ const DETAIL_ONLY = new Set<LogColumn>([
   'request_body',
   'response_body',
 ]);
-export const SUMMARY_COLUMNS = LOG_COLUMNS.filter((c) => !DETAIL_ONLY.has(c));
+/** Search's own copy of a stream's text (RequestLogRow.response_search_text): stored, never read back. */
+const SEARCH_ONLY = new Set<LogColumn>(['response_search_text']);
+export const DETAIL_COLUMNS = LOG_COLUMNS.filter((c) => !SEARCH_ONLY.has(c));
+export const SUMMARY_COLUMNS = DETAIL_COLUMNS.filter((c) => !DETAIL_ONLY.has(c));
 export const BOOL_COLUMNS = ['stream', 'request_body_truncated', 'response_body_truncated'] as const;
 export const JSON_COLUMNS = ['properties', 'request_headers', 'response_headers'] as const;
 
@@ -88,6 +92,7 @@ export const SEARCH_COLUMNS = [
   'session',
   'request_body',
   'response_body',
+  'response_search_text',
 ] as const;
 
 /**

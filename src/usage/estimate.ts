@@ -119,6 +119,12 @@ export class OutputCounter {
     this.sampleChars += kept.length;
   }
 
+  /** The generated text, up to the sample's size (its first characters). */
+  text(): string {
+    if (this.sample.length > 1) this.sample = [this.sample.join('')];
+    return this.sample[0] ?? '';
+  }
+
   /** Has any generated text been seen? */
   get seen(): boolean {
     return this.chars > 0;
@@ -126,7 +132,7 @@ export class OutputCounter {
 
   total(): number {
     if (this.chars === 0) return 0;
-    const counted = countTextTokens(this.sample.join(''));
+    const counted = countTextTokens(this.text());
     return this.chars === this.sampleChars ? counted : Math.round((counted * this.chars) / this.sampleChars);
   }
 }

@@ -559,7 +559,7 @@ describe('createResponseTap on JSON bodies', () => {
       source: 'provider',
       model: 'text-embedding-3-small',
     });
-    expect(body).toEqual({ text: raw.subarray(0, 100).toString(), truncated: true });
+    expect(body).toEqual({ text: raw.subarray(0, 100).toString(), truncated: true, searchText: null });
   });
 });
 
@@ -574,14 +574,31 @@ describe('ResponseTap.body', () => {
   });
 
   it('returns the whole text when it fits and null when body logging is off', () => {
-    expect(runTap({ info: chatRequest, chunks: [bytes] }).body).toEqual({
+    expect(runTap({ info: chatRequest, chunks: [bytes] }).body).toMatchObject({
       text: bytes.toString(),
       truncated: false,
     });
     expect(runTap({ info: chatRequest, chunks: [bytes], bodyLogBytes: 0 }).body).toEqual({
       text: null,
       truncated: false,
+      searchText: null,
     });
+  });
+
+  it("gives a stream's search text: its first event, then the streamed text with words whole", () => {
+    const { body } = runTap({ info: chatRequest, chunks: [...splits(bytes)].at(-1)! });
+    const firstEvent = bytes.toString().split('\n\n')[0]!;
+    expect(body.searchText).toBe(`${firstEvent}\n${DELTAS.join('')}`);
+    expect(body.searchText).toContain('Héllo');
+    expect(body.text).not.toContain('Héllo'); // the frames split it
+    const anthropic = runTap({ info: messagesRequest, chunks: [Buffer.from(anthropicStream())] }).body;
+    expect(anthropic.searchText).toMatch(/^event: message_start\ndata: .*"id":"msg_1".*\n/);
+  });
+
+  it("keeps a stream's search text within the body log's limit, and gives none without text", () => {
+    expect(runTap({ info: chatRequest, chunks: [bytes], bodyLogBytes: 40 }).body.searchText).toHaveLength(40);
+    const noText = Buffer.from(openAIChatStream({ includeUsage: true, deltas: [] }));
+    expect(runTap({ info: chatRequest, chunks: [noText] }).body.searchText).toBeNull();
   });
 
   it('keeps the stream text even for the deltas containing emoji', () => {
@@ -613,6 +630,10 @@ describe('createResponseTap limits', () => {
     expect(read(CAPS.maxDecodedBytes).usage).toMatchObject({ source: 'provider', output_tokens: 600_000 });
     const capped = read(64 * 1024);
     expect(capped.usage.source).toBe('estimated');
-    expect(capped.body).toEqual({ text: body.subarray(0, 100).toString(), truncated: true });
+    expect(capped.body).toEqual({
+      text: body.subarray(0, 100).toString(),
+      truncated: true,
+      searchText: null,
+    });
   });
 });

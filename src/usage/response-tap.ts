@@ -131,10 +131,32 @@ export function createResponseTap(
       return result;
     },
     body() {
-      if (!prefix || decoder === null) return { text: null, truncated: false };
-      return prefix.text();
+      if (!prefix || decoder === null) return { text: null, truncated: false, searchText: null };
+      const { text, truncated } = prefix.text();
+      return {
+        text,
+        truncated,
+        searchText: stream ? streamSearchText(text, output, opts.bodyLogBytes) : null,
+      };
     },
   };
+}
+
+/** A stream's first event carries its ids and model: its search text keeps up to this much of it. */
+const FIRST_EVENT_CHARS = 2048;
+
+/**
+ * What search reads of a stream instead of its frames (RequestLogRow.response_search_text): the first event,
+ * then the text the model streamed, joined. The frames split words across events ("Hel", "lo") and repeat
+ * ~200 characters of JSON around each few characters of text, which the index paid for (docs/
+ * performance.md, "Ninth pass"). Null when no text was seen (an error or a kind of stream without text):
+ * search then reads the frames. Kept within the body log's limit, like the body it stands for.
+ */
+function streamSearchText(body: string, output: OutputCounter, limit: number): string | null {
+  if (!output.seen) return null;
+  const blank = body.search(/\r?\n\r?\n/);
+  const first = body.slice(0, Math.min(blank < 0 ? body.length : blank, FIRST_EVENT_CHARS));
+  return `${first}\n${output.text()}`.slice(0, limit);
 }
 
 /** Per reader, the top-level members a JSON body is read by: usage, model, a Responses wrapper, its own. */

@@ -45,6 +45,9 @@ export interface ResponseTap {
   write(chunk: Buffer): void;
   /** complete=false when the stream was cut short (client abort, upstream drop, timeout). */
   finish(complete: boolean): Usage;
-  /** Decoded response text kept for the log (up to the body-log limit), and whether it was truncated. */
-  body(): { text: string | null; truncated: boolean };
+  /**
+   * Decoded response text kept for the log (up to the body-log limit), whether it was truncated, and for a
+   * stream what search reads instead of its frames (RequestLogRow.response_search_text).
+   */
+  body(): { text: string | null; truncated: boolean; searchText: string | null };
 }

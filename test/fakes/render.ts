@@ -63,7 +63,13 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> | undefined
 
 /** The text pieces a fake streams: "Hello", " part1", " part2", ... */
 export function textDeltas(count: number): string[] {
-  return Array.from({ length: count }, (_, i) => (i === 0 ? 'Hello' : ` part${i}`));
+  const deltas = Array.from({ length: count }, (_, i) => (i === 0 ? 'Hello' : ` part${i}`));
+  // A model's tokens do not follow words: the first word arrives in two pieces ("Hel", "lo part1").
+  if (count >= 2) {
+    deltas[0] = 'Hel';
+    deltas[1] = `lo${deltas[1]}`;
+  }
+  return deltas;
 }
 
 export function eventCount(scenario: Scenario, fallback: number): number {

@@ -639,6 +639,29 @@ export function describeLogSearchContract(ctx: LogContext): void {
       expect(second.next_cursor).toBeNull();
     });
 
+    it('finds a stream by its search text, words whole, never shows that text, and forgets it with the bodies', async () => {
+      const old = Date.parse('2003-03-03T00:00:00.000Z');
+      const frame = (text: string) => `data: {"choices":[{"delta":{"content":"${text}"}}]}\n\n`;
+      const r = makeLogRow({
+        account_id: acct,
+        at: old,
+        stream: true,
+        response_body: frame('Kooka') + frame('burra laughs'),
+        response_search_text: 'data: {"id":"chatcmpl-9zY"}\nKookaburra laughs',
+      });
+      await log.insertBatch([r]);
+      expect(await find('kookaburra')).toEqual([r.id]); // split across the frames
+      expect(await find('chatcmpl-9zY laughs')).toEqual([r.id]);
+      const { response_search_text: _, ...shown } = r;
+      expect(await log.getRequest(acct, r.id)).toEqual(shown);
+      await log.prune('1990-01-01T00:00:00.000Z', new Date(old + 1).toISOString());
+      expect(await find('kookaburra')).toEqual([]);
+      expect(await log.getRequest(acct, r.id)).toEqual({ ...shown, request_body: null, response_body: null });
+      await log.prune(new Date(old + 1).toISOString());
+      expect(await log.getRequest(acct, r.id)).toBeNull();
+      expect(await find('gpt')).not.toContain(r.id);
+    });
+
     it('forgets body text once retention strips the bodies', async () => {
       const old = Date.parse('2002-02-02T00:00:00.000Z');
       const r = makeLogRow({ account_id: acct, at: old, request_body: body('quokka sighting') });

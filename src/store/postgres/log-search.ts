@@ -35,13 +35,19 @@ function columnSql(bodyChars: number): string {
   return `search_vector tsvector GENERATED ALWAYS AS (
     to_tsvector('simple'::regconfig, regexp_replace(
       coalesce(model, '') || ' ' || path || ' ' || coalesce(end_user, '') || ' ' || coalesce(session, '') || ' ' ||
-      ${cappedBody('request_body', bodyChars)} || ' ' || ${cappedBody('response_body', bodyChars)},
+      ${cappedBody('request_body', bodyChars)} || ' ' ||
+      ${cappedBody('coalesce(response_search_text, response_body)', bodyChars)},
       '[^[:alnum:]]+', ' ', 'g'))
   ) STORED`;
 }
 
 /** What the column's comment says when it was built with these settings. */
-const marker = (bodyChars: number) => `keyrelay search: body_chars=${bodyChars}`;
+const marker = (bodyChars: number) => `keyrelay search: body_chars=${bodyChars} stream_text`;
+/**
+ * A column from before streams had their own search text (migration v6): it reads a stream's frames, which
+ * still finds what it found. Kept on upgrade, as a rebuild rewrites the table; off and on again rebuilds it.
+ */
+const framesMarker = (bodyChars: number) => `keyrelay search: body_chars=${bodyChars}`;
 const WHOLE_BODIES = 'keyrelay search: body_chars=all';
 
 export async function hasSearchColumn(pool: pg.Pool): Promise<boolean> {
@@ -69,11 +75,22 @@ export async function applyPgLogSearch(
       );
       const have = rows[0];
       let done: 'unchanged' | 'dropped' | 'rebuilt' | 'kept' = 'unchanged';
+      const earlier =
+        have &&
+        (have.comment === null ||
+          have.comment === WHOLE_BODIES ||
+          have.comment === framesMarker(s.bodyChars));
+      // An earlier version's column is kept, as replacing it rewrites the table; unless the table is empty
+      // (a new install: migration v4 made that column), where there is nothing to rewrite.
+      const keep =
+        s.enabled &&
+        earlier &&
+        (await client.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM requests) AS any')).rows[0]!.any;
       if (!s.enabled && have) {
         await client.query('ALTER TABLE requests DROP COLUMN search_vector');
         notify('request log search index dropped (KEYRELAY_LOG_SEARCH=false): search scans the newest rows');
         done = 'dropped';
-      } else if (s.enabled && have && (have.comment === null || have.comment === WHOLE_BODIES)) {
+      } else if (keep && have.comment !== framesMarker(s.bodyChars)) {
         if (have.comment === null) {
           await client.query(`COMMENT ON COLUMN requests.search_vector IS '${WHOLE_BODIES}'`);
           notify(
@@ -82,6 +99,13 @@ export async function applyPgLogSearch(
               '(a table rewrite)',
           );
         }
+        done = 'kept';
+      } else if (keep) {
+        notify(
+          'request log search index from an earlier version kept: it reads streamed responses by their SSE ' +
+            'frames, not their text; to rebuild it, start once with KEYRELAY_LOG_SEARCH=false, then with true ' +
+            '(a table rewrite)',
+        );
         done = 'kept';
       } else if (s.enabled && have?.comment !== marker(s.bodyChars)) {
         notify('rebuilding the request log search index (a table rewrite); keyrelay starts when it is done');

@@ -8,6 +8,7 @@ import {
   AGGREGATE_SQL,
   BOOL_COLUMNS,
   DEFAULT_SEARCH_SCAN_ROWS,
+  DETAIL_COLUMNS,
   JSON_COLUMNS,
   LOG_COLUMNS,
   NO_MODEL_GROUP,
@@ -289,7 +290,7 @@ export class PgLogStore implements LogStore {
 
   async getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
     const { rows } = await this.pool.query<Row>(
-      `SELECT ${LOG_COLUMNS.join(', ')} FROM requests WHERE id = $1 AND account_id = $2`,
+      `SELECT ${DETAIL_COLUMNS.join(', ')} FROM requests WHERE id = $1 AND account_id = $2`,
       [id, accountId],
     );
     return rows[0] ? decodeRow<RequestLogRow>(rows[0]) : null;
@@ -348,7 +349,7 @@ export class PgLogStore implements LogStore {
     if (bodiesBefore !== undefined) {
       do {
         const res = await this.pool.query(
-          `UPDATE requests SET request_body = NULL, response_body = NULL WHERE id IN (
+          `UPDATE requests SET request_body = NULL, response_body = NULL, response_search_text = NULL WHERE id IN (
              SELECT id FROM requests
              WHERE created_at < $1 AND (request_body IS NOT NULL OR response_body IS NOT NULL) LIMIT $2)`,
           [toIso(bodiesBefore), PRUNE_CHUNK],

@@ -130,4 +130,12 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX batches_output_file ON batches(provider, output_file_id) WHERE output_file_id IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    name: 'requests.response_search_text',
+    // What search reads of a streamed response instead of its SSE frames, which split words across events
+    // and cost the index ~20 times the text (RequestLogRow.response_search_text). Older rows keep NULL:
+    // search reads their bodies, as it indexed them.
+    sql: `ALTER TABLE requests ADD COLUMN response_search_text TEXT;`,
+  },
 ];

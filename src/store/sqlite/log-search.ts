@@ -40,15 +40,27 @@ export function cappedBody(column: string, bodyChars: number): string {
   return `CASE WHEN length(${column}) <= ${bodyChars} THEN ${column} ELSE substr(${column}, 1, ${head})${tailSql} END`;
 }
 
-function values(prefix: 'new' | 'old', bodyChars: number): string {
+/**
+ * What the index reads of a response: a stream's search text when it has one (RequestLogRow.
+ * response_search_text: its first event and the text it streamed), else the body. `legacy`: the body alone,
+ * as files indexed before that column existed hold it.
+ */
+function responseSource(prefix: string, legacy: boolean): string {
+  return legacy
+    ? `${prefix}response_body`
+    : `coalesce(${prefix}response_search_text, ${prefix}response_body)`;
+}
+
+/** The indexed values of a row, its columns named with `prefix` ('new.', 'old.' or '' in a SELECT). */
+function values(prefix: 'new.' | 'old.' | '', bodyChars: number, legacy = false): string {
   return (
-    `${prefix}.rowid, ${prefix}.model, ${prefix}.path, ${prefix}.end_user, ${prefix}.session, ` +
-    `${cappedBody(`${prefix}.request_body`, bodyChars)}, ${cappedBody(`${prefix}.response_body`, bodyChars)}`
+    `${prefix}rowid, ${prefix}model, ${prefix}path, ${prefix}end_user, ${prefix}session, ` +
+    `${cappedBody(`${prefix}request_body`, bodyChars)}, ${cappedBody(responseSource(prefix, legacy), bodyChars)}`
   );
 }
 
 /** The schema objects of the index, each as SQLite keeps its text in sqlite_master. */
-function wanted(bodyChars: number): { name: string; sql: string }[] {
+function wanted(bodyChars: number, legacy = false): { name: string; sql: string }[] {
   return [
     {
       name: 'requests_fts',
@@ -61,22 +73,22 @@ function wanted(bodyChars: number): { name: string; sql: string }[] {
       sql:
         `CREATE VIEW requests_fts_source AS SELECT rowid AS row, model, path, end_user, session, ` +
         `${cappedBody('request_body', bodyChars)} AS request_body, ` +
-        `${cappedBody('response_body', bodyChars)} AS response_body FROM requests`,
+        `${cappedBody(responseSource('', legacy), bodyChars)} AS response_body FROM requests`,
     },
     {
       name: 'requests_fts_delete',
       sql:
         `CREATE TRIGGER requests_fts_delete AFTER DELETE ON requests BEGIN ` +
         `INSERT INTO requests_fts (requests_fts, rowid, ${COLUMNS}) ` +
-        `VALUES ('delete', ${values('old', bodyChars)}); END`,
+        `VALUES ('delete', ${values('old.', bodyChars, legacy)}); END`,
     },
     {
       name: 'requests_fts_update',
       sql:
         `CREATE TRIGGER requests_fts_update AFTER UPDATE ON requests BEGIN ` +
         `INSERT INTO requests_fts (requests_fts, rowid, ${COLUMNS}) ` +
-        `VALUES ('delete', ${values('old', bodyChars)}); ` +
-        `INSERT INTO requests_fts (rowid, ${COLUMNS}) VALUES (${values('new', bodyChars)}); END`,
+        `VALUES ('delete', ${values('old.', bodyChars, legacy)}); ` +
+        `INSERT INTO requests_fts (rowid, ${COLUMNS}) VALUES (${values('new.', bodyChars, legacy)}); END`,
     },
   ];
 }
@@ -92,6 +104,31 @@ const DROP = `
   DROP TRIGGER IF EXISTS requests_fts_update;
   DROP TABLE IF EXISTS requests_fts;
 `;
+
+/**
+ * From an index that read responses by their body alone to one that reads a stream's search text: only the
+ * view and triggers change. Every row the old index holds was indexed from its body, and for rows without
+ * search text (all of them, unless a version with it wrote rows, was downgraded and reindexed the file) the
+ * new source is that same body. Rows that have search text are taken out under the old source and put back
+ * under the new one, so a later delete removes exactly the words the index holds (FTS5 removes what it is
+ * given). The first upgrade reads the column in every row once to find none.
+ */
+function upgradeResponseSource(db: Db, bodyChars: number): void {
+  const changed = wanted(bodyChars).filter((o) => o.name !== 'requests_fts');
+  const withText = 'SELECT rowid FROM requests WHERE response_search_text IS NOT NULL';
+  db.prepare(
+    `INSERT INTO requests_fts (requests_fts, rowid, ${COLUMNS}) SELECT 'delete', ` +
+      `${values('', bodyChars, true)} FROM requests WHERE rowid IN (${withText})`,
+  ).run();
+  db.exec(
+    'DROP VIEW requests_fts_source; DROP TRIGGER requests_fts_delete; DROP TRIGGER requests_fts_update',
+  );
+  for (const o of changed) db.exec(o.sql);
+  db.prepare(
+    `INSERT INTO requests_fts (rowid, ${COLUMNS}) SELECT row, ${COLUMNS} FROM requests_fts_source ` +
+      `WHERE row IN (${withText})`,
+  ).run();
+}
 
 /** Whether the file has the index (and so the view new rows are indexed from). */
 export const HAS_SEARCH_INDEX_SQL =
@@ -110,7 +147,7 @@ export function applyLogSearch(
   db: Db,
   s: LogSearchSettings,
   notify: (msg: string) => void = () => {},
-): 'unchanged' | 'dropped' | 'rebuilt' {
+): 'unchanged' | 'upgraded' | 'dropped' | 'rebuilt' {
   const want = s.enabled ? wanted(s.bodyChars) : [];
   const started = performance.now();
   return db.transaction(
@@ -121,12 +158,17 @@ export function applyLogSearch(
             "'requests_fts_source', 'requests_fts_delete', 'requests_fts_update') ORDER BY name",
         )
         .all();
-      const same =
-        have.length === want.length &&
-        [...want]
+      const holds = (objects: { name: string; sql: string }[]) =>
+        have.length === objects.length &&
+        [...objects]
           .sort((a, b) => (a.name < b.name ? -1 : 1))
           .every((w, i) => have[i]!.name === w.name && have[i]!.sql === w.sql);
-      if (same) return 'unchanged';
+      if (holds(want)) return 'unchanged';
+      if (s.enabled && holds(wanted(s.bodyChars, true))) {
+        upgradeResponseSource(db, s.bodyChars);
+        notify('request log search index now reads streamed responses by their text (no reindex)');
+        return 'upgraded';
+      }
       db.exec(DROP);
       if (!s.enabled) {
         notify('request log search index dropped (KEYRELAY_LOG_SEARCH=false): search scans the newest rows');

@@ -8,6 +8,7 @@ import {
   AGGREGATE_SQL,
   BOOL_COLUMNS,
   DEFAULT_SEARCH_SCAN_ROWS,
+  DETAIL_COLUMNS,
   JSON_COLUMNS,
   LOG_COLUMNS,
   NO_MODEL_GROUP,
@@ -303,7 +304,7 @@ export class SqliteLogStore implements LogStore {
 
   async getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
     const row = this.stmt<[string, string], DbRow>(
-      `SELECT ${LOG_COLUMNS.join(', ')} FROM requests WHERE id = ? AND account_id = ?`,
+      `SELECT ${DETAIL_COLUMNS.join(', ')} FROM requests WHERE id = ? AND account_id = ?`,
     ).get(id, accountId);
     return row ? decodeRow<RequestLogRow>(row) : null;
   }
@@ -371,7 +372,7 @@ export class SqliteLogStore implements LogStore {
     } while (n === PRUNE_CHUNK);
     if (bodiesBefore !== undefined) {
       const strip = this.stmt<[string, number]>(
-        `UPDATE requests SET request_body = NULL, response_body = NULL WHERE rowid IN (
+        `UPDATE requests SET request_body = NULL, response_body = NULL, response_search_text = NULL WHERE rowid IN (
            SELECT rowid FROM requests INDEXED BY requests_with_body
            WHERE created_at < ? AND (request_body IS NOT NULL OR response_body IS NOT NULL) LIMIT ?)`,
       );
