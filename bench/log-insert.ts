@@ -1,7 +1,8 @@
 /**
  * What one request-log row costs the SQLite writer, in isolation: SqliteLogStore.insertBatch in batches of
  * 500 rows (the writer's transaction size under load, KEYRELAY_LOG_BATCH_SIZE) into a fresh file, CPU time (process.cpuUsage) per row, median of
- * several runs, with the full-text index on and off (KEYRELAY_LOG_SEARCH) and three body sizes.
+ * several runs, with the full-text index on and off (KEYRELAY_LOG_SEARCH) and three body sizes; with the index
+ * on, also as it was before streams had search text (it read their SSE frames).
  *
  *   npx tsx bench/log-insert.ts [rows] [runs]      (default 20000 rows, 5 runs)
  *
@@ -29,13 +30,19 @@ function text(i: number, words: number): string {
   return out;
 }
 
-/** A chat request with a system prompt and history (~`reqWords` words) and a streamed answer. */
-function row(i: number, reqWords: number, chunkCount: number): RequestLogRow {
-  const chunks = Array.from(
-    { length: chunkCount },
-    (_, k) =>
-      `data: {"id":"chatcmpl-${i}","choices":[{"delta":{"content":"${WORDS[(i + k) % WORDS.length]} "}}]}\n\n`,
-  ).join('');
+/**
+ * A chat request with a system prompt and history (~`reqWords` words) and a streamed answer, its chunks in
+ * the shape OpenAI sends them. `frames`: no search text, so the index reads the SSE frames, as before
+ * migration v6; otherwise the row carries the search text the response tap builds (first event, then text).
+ */
+function row(i: number, reqWords: number, chunkCount: number, frames: boolean): RequestLogRow {
+  const pieces = Array.from({ length: chunkCount }, (_, k) => `${WORDS[(i + k) % WORDS.length]} `);
+  const chunks = pieces.map(
+    (content) =>
+      `data: {"id":"chatcmpl-B${i}","object":"chat.completion.chunk","created":1764000000,` +
+      `"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,` +
+      `"delta":{"content":${JSON.stringify(content)}},"logprobs":null,"finish_reason":null}]}\n\n`,
+  );
   return makeLogRow({
     at: Date.parse('2026-01-01T00:00:00.000Z') + i,
     account_id: `acct-${i % 7}`,
@@ -48,7 +55,8 @@ function row(i: number, reqWords: number, chunkCount: number): RequestLogRow {
         { role: 'user', content: text(i + 1, reqWords / 2) },
       ],
     }),
-    response_body: chunks,
+    response_body: chunks.join(''),
+    response_search_text: frames ? null : `${chunks[0]!.slice(0, -2)}\n${pieces.join('')}`,
   });
 }
 
@@ -70,20 +78,25 @@ async function once(rows: RequestLogRow[], search: boolean): Promise<number> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 for (const [label, words, chunkCount] of [
-  ['as in npm run bench (tiny bodies)', 4, 3],
-  ['~1.5 KB request, 30-chunk stream', 200, 30],
-  ['~12 KB request, 30-chunk stream', 1600, 30],
+  ['tiny request, 3-chunk stream', 4, 3],
+  ['~1.5 KB request, 50-chunk stream', 200, 50],
+  ['~12 KB request, 50-chunk stream', 1600, 50],
 ] as const) {
-  const rows = Array.from({ length: ROWS }, (_, i) => row(i, words, chunkCount));
+  const rows = Array.from({ length: ROWS }, (_, i) => row(i, words, chunkCount, false));
+  const frameRows = rows.map((r) => ({ ...r, response_search_text: null }));
   const on: number[] = [];
+  const frames: number[] = [];
   const off: number[] = [];
   for (let r = 0; r < RUNS; r++) {
     on.push(await once(rows, true));
+    frames.push(await once(frameRows, true));
     off.push(await once(rows, false));
   }
   const bytes = rows.reduce((n, x) => n + (x.request_body?.length ?? 0) + (x.response_body?.length ?? 0), 0);
+  const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' ');
   console.log(
     `${label} (${Math.round(bytes / ROWS)} body chars/row): search on ${median(on).toFixed(1)} µs/row, ` +
-      `off ${median(off).toFixed(1)} µs/row  [on ${on.map((x) => x.toFixed(0)).join(' ')}; off ${off.map((x) => x.toFixed(0)).join(' ')}]`,
+      `on reading the stream's frames (before v6) ${median(frames).toFixed(1)}, off ${median(off).toFixed(1)}  ` +
+      `[on ${list(on)}; frames ${list(frames)}; off ${list(off)}]`,
   );
 }
