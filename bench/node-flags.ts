@@ -5,6 +5,8 @@
  * commits: `git worktree add DIR <commit>`, link node_modules, `npm run build` there). Two keyrelays as shipped, both pinned to CPU 1,
  * saturated in turn, in alternating order (64 connections); CPU per request (/proc, all threads), throughput and RSS peak per
  * repetition, then 1,000 slow streams each for RSS. Uses the built dist/ (run `npm run build` first).
+ * `--stream openai|anthropic`: the saturating load is 64 concurrent streams of 50 chunks (the bench's stream
+ * step, back to back) instead of plain requests, and CPU is per stream.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +22,7 @@ import {
   threadDelta,
   useScriptDir,
 } from './processes.js';
-import type { ClosedResult, HoldResult, Target } from './protocol.js';
+import type { ClosedResult, HoldResult, ProviderName, StreamResult, Target } from './protocol.js';
 import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
@@ -28,6 +30,7 @@ let node = process.execPath;
 let reps = 3;
 /** Quiet time before each repetition: the main bench leaves a keyrelay ~20 s idle between its own. */
 let pauseMs = 0;
+let stream: ProviderName | null = null;
 const groups: string[][] = [];
 for (let i = 0; i < argv.length; i += 1) {
   const a = argv[i]!;
@@ -36,6 +39,7 @@ for (let i = 0; i < argv.length; i += 1) {
   else if (a === '--node') node = argv[++i]!;
   else if (a === '--reps') reps = Number(argv[++i]) || 3;
   else if (a === '--pause') pauseMs = Number(argv[++i]) || 0;
+  else if (a === '--stream') stream = argv[++i] as ProviderName;
 }
 while (groups.length < 2) groups.push([]);
 
@@ -96,12 +100,24 @@ for (let rep = 0; rep < reps; rep += 1) {
     const cpu0 = readCpuMs(s.child.pid);
     const threads0 = readThreadCpuMs(s.child.pid);
     const stop = sampleRss(s.child.pid);
-    const r = await driver.run<ClosedResult>({
-      kind: 'closed',
-      target: s.target,
-      concurrency: 64,
-      durationMs: 4000,
-    });
+    const r: { ok: number; rps: number } = stream
+      ? await driver
+          .run<StreamResult>({
+            kind: 'stream',
+            target: s.target,
+            provider: stream,
+            concurrency: 64,
+            durationMs: 4000,
+            chunks: 50,
+            chunkMs: 0,
+          })
+          .then((x) => ({ ok: x.streams, rps: x.streams / 4 }))
+      : await driver.run<ClosedResult>({
+          kind: 'closed',
+          target: s.target,
+          concurrency: 64,
+          durationMs: 4000,
+        });
     s.cpu.push(((readCpuMs(s.child.pid) - cpu0) * 1000) / r.ok);
     const t = threadDelta(s.child.pid, threads0, readThreadCpuMs(s.child.pid));
     const us = (ms: number) => (ms * 1000) / r.ok;
@@ -123,7 +139,10 @@ for (const s of subjects) {
   });
   streams.push(stop());
 }
-console.log(`node ${node}; each keyrelay pinned to CPU 1; median of ${reps}`);
+console.log(
+  `node ${node}; each keyrelay pinned to CPU 1; median of ${reps}` +
+    (stream ? `; load: 64 concurrent ${stream} streams of 50 chunks, CPU per stream` : ''),
+);
 for (const [i, s] of subjects.entries()) {
   console.log(
     `${s.label.padEnd(32)} ${median(s.cpu).toFixed(0).padStart(5)} µs/req  ${median(s.rps).toFixed(0).padStart(5)} rps  ` +
