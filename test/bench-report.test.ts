@@ -1,0 +1,39 @@
+/**
+ * The bench's verdicts on issue #14's targets: judged on the measured ratio, not on the ratio as printed.
+ * A log on / off of 0.899 was printed as 0.90 and passed ">= 0.9".
+ */
+import { describe, expect, it } from 'vitest';
+import { evaluate, renderIssueTable, type Results } from '../bench/report.js';
+
+function results(keyrelayRps: number, nologRps: number, bareRps: number): Results {
+  return {
+    saturation: {
+      bare: { rps: bareRps, cpu_us_per_req: 100 },
+      keyrelay: { rps: keyrelayRps, cpu_us_per_req: 149.96 },
+      keyrelay_nolog: { rps: nologRps },
+      keyrelay_nobody: { rps: keyrelayRps },
+    },
+    memory: { keyrelay: { rss_idle_mb: 90, rss_after_mb: 140.04 } },
+  };
+}
+
+const line = (table: string, label: string) => table.split('\n').find((l) => l.startsWith(label)) ?? '';
+
+describe('bench verdicts', () => {
+  it('fails a ratio just under its bound, though it prints as the bound', () => {
+    const r = results(2903.3, 3229.2, 4147.6); // log on / off 0.8991, throughput vs bare 0.69999
+    const table = renderIssueTable(r, true);
+    expect(line(table, 'throughput log on / off')).toMatch(/0\.899 .*FAIL$/);
+    expect(line(table, 'max throughput')).toMatch(/0\.700 .*FAIL$/);
+    expect(line(table, 'CPU per request')).toMatch(/1\.500 .*PASS$/); // 1.4996
+    const checks = evaluate(r);
+    expect(checks.find((c) => c.name === 'throughput logging on / off')?.pass).toBe(false);
+    expect(checks.find((c) => c.name === 'RSS after load − idle')?.pass).toBe(false); // +50.04 MB
+  });
+
+  it('passes a ratio at or over its bound', () => {
+    const table = renderIssueTable(results(2910, 3230, 4000), true);
+    expect(line(table, 'throughput log on / off')).toMatch(/0\.901 .*PASS$/);
+    expect(line(table, 'max throughput')).toMatch(/0\.728 .*PASS$/);
+  });
+});
