@@ -259,34 +259,39 @@ describe('applyLogSearch (SQLite)', () => {
 });
 
 describe('applyPgLogSearch (PostgreSQL)', () => {
-  it('builds the current index on a new install (an empty table), where v4 made a whole-body column', async () => {
+  /** Runs `test` on a fresh database of its own. */
+  async function withDatabase(test: (pool: pg.Pool, url: string) => Promise<void>): Promise<void> {
     const db = await createTestDatabase();
     const pool = new pg.Pool({ connectionString: db.url });
     try {
-      await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS);
-      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 })).toBe('rebuilt');
-      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 })).toBe('unchanged');
+      await test(pool, db.url);
     } finally {
       await pool.end();
       await db.drop();
     }
-  });
+  }
+  const filenode = async (pool: pg.Pool) =>
+    (await pool.query<{ f: string }>(`SELECT pg_relation_filenode('requests')::text AS f`)).rows[0]!.f;
 
-  it("keeps an index from before streams' search text without rewriting the table; off and on rebuilds it", async () => {
-    const db = await createTestDatabase();
-    const pool = new pg.Pool({ connectionString: db.url });
-    const told: string[] = [];
-    const acct = `acct-${newId()}`;
-    const frame = (text: string) => `data: {"choices":[{"delta":{"content":"${text}"}}]}\n\n`;
-    const stream = makeLogRow({
-      account_id: acct,
-      stream: true,
-      response_body: frame('Kooka') + frame('burra laughs'),
-      response_search_text: 'Kookaburra laughs',
-    });
-    const file = async () =>
-      (await pool.query<{ f: string }>(`SELECT pg_relation_filenode('requests')::text AS f`)).rows[0]!.f;
-    try {
+  it('builds the current index on a new install (an empty table), where v4 made a whole-body column', () =>
+    withDatabase(async (pool) => {
+      await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS);
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 })).toBe('rebuilt');
+      expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 })).toBe('unchanged');
+    }));
+
+  it("keeps an index from before streams' search text without rewriting the table; off and on rebuilds it", () =>
+    withDatabase(async (pool, url) => {
+      const told: string[] = [];
+      const notify = (msg: string) => told.push(msg);
+      const acct = `acct-${newId()}`;
+      const frame = (text: string) => `data: {"choices":[{"delta":{"content":"${text}"}}]}\n\n`;
+      const stream = makeLogRow({
+        account_id: acct,
+        stream: true,
+        response_body: frame('Kooka') + frame('burra laughs'),
+        response_search_text: 'Kookaburra laughs',
+      });
       // What that release left: its column read a response by its body, and said so in its comment.
       await runPgMigrations(
         pool,
@@ -299,15 +304,14 @@ describe('applyPgLogSearch (PostgreSQL)', () => {
       ) STORED`);
       await pool.query(`COMMENT ON COLUMN requests.search_vector IS 'keyrelay search: body_chars=8192'`);
       await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS);
-      const store = new PgLogStore(db.url);
+      const store = new PgLogStore(url);
       const find = async (q: string) =>
         ids((await store.listRequests({ account_id: acct, search: q }, { limit: 50 })).items);
       try {
         await store.insertBatch([stream]);
-        const before = await file();
-        const notify = (msg: string) => told.push(msg);
+        const before = await filenode(pool);
         expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('kept');
-        expect(await file()).toBe(before);
+        expect(await filenode(pool)).toBe(before);
         expect(told.join('\n')).toContain('SSE frames');
         expect(await find('laughs')).toEqual([stream.id]);
         expect(await find('kookaburra')).toEqual([]); // the frames split it
@@ -318,28 +322,20 @@ describe('applyPgLogSearch (PostgreSQL)', () => {
       } finally {
         await store.close();
       }
-    } finally {
-      await pool.end();
-      await db.drop();
-    }
-  });
+    }));
 
-  it('keeps an index from before these settings without rewriting the table; off and on rebuilds it', async () => {
-    const db = await createTestDatabase();
-    const pool = new pg.Pool({ connectionString: db.url });
-    const told: string[] = [];
-    const notify = (msg: string) => told.push(msg);
-    const file = async () =>
-      (await pool.query<{ f: string }>(`SELECT pg_relation_filenode('requests')::text AS f`)).rows[0]!.f;
-    try {
+  it('keeps an index from before these settings without rewriting the table; off and on rebuilds it', () =>
+    withDatabase(async (pool, url) => {
+      const told: string[] = [];
+      const notify = (msg: string) => told.push(msg);
       await runPgMigrations(pool, 'log', PG_LOG_MIGRATIONS); // v4's whole-body column, no comment
       // A log with rows: an empty one (a new install) is rebuilt, as there is nothing to rewrite.
-      const writer = new PgLogStore(db.url);
+      const writer = new PgLogStore(url);
       await writer.insertBatch([makeLogRow()]);
       await writer.close();
-      const before = await file();
+      const before = await filenode(pool);
       expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('kept');
-      expect(await file()).toBe(before); // no rewrite at upgrade
+      expect(await filenode(pool)).toBe(before); // no rewrite at upgrade
       expect(told.join('\n')).toContain('KEYRELAY_LOG_SEARCH=false');
       expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 100 }, notify)).toBe('kept');
       expect(await applyPgLogSearch(pool, { enabled: false, bodyChars: 8192 }, notify)).toBe('dropped');
@@ -347,11 +343,7 @@ describe('applyPgLogSearch (PostgreSQL)', () => {
       expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('rebuilt');
       expect(await applyPgLogSearch(pool, { enabled: true, bodyChars: 8192 }, notify)).toBe('unchanged');
       expect(told.at(-1)).toBe('request log search index rebuilt');
-    } finally {
-      await pool.end();
-      await db.drop();
-    }
-  });
+    }));
 });
 
 /**
