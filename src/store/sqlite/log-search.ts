@@ -111,7 +111,8 @@ const DROP = `
  * search text (all of them, unless a version with it wrote rows, was downgraded and reindexed the file) the
  * new source is that same body. Rows that have search text are taken out under the old source and put back
  * under the new one, so a later delete removes exactly the words the index holds (FTS5 removes what it is
- * given). The first upgrade reads the column in every row once to find none.
+ * given). The first upgrade checks the column in every row to find none: from each row's header, without
+ * reading the bodies stored before it (8,000 rows with 40 KB bodies, 330 MB: ~25 ms).
  */
 function upgradeResponseSource(db: Db, bodyChars: number): void {
   const changed = wanted(bodyChars).filter((o) => o.name !== 'requests_fts');
