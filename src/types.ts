@@ -39,8 +39,8 @@ export interface RequestLogRow {
   response_body_truncated: boolean;
   /**
    * What search reads of a streamed response instead of its SSE frames: the first event (ids, model) and
-   * the text the model streamed, within the body-log limit. Null for every other response (search reads
-   * the body). Never returned by the API.
+   * the text the model streamed, as far as the logged body goes (to the chunk) and within its limit. Null
+   * for every other response (search reads the body). Never returned by the API.
    */
   response_search_text?: string | null;
   client_ip: string | null;

@@ -125,6 +125,11 @@ export class OutputCounter {
     return this.sample[0] ?? '';
   }
 
+  /** Characters of generated text seen, the ones past the sample included. */
+  get length(): number {
+    return this.chars;
+  }
+
   /** Has any generated text been seen? */
   get seen(): boolean {
     return this.chars > 0;

@@ -595,6 +595,15 @@ describe('ResponseTap.body', () => {
     expect(anthropic.searchText).toMatch(/^event: message_start\ndata: .*"id":"msg_1".*\n/);
   });
 
+  it("holds no more of the answer in a stream's search text than the logged body holds", () => {
+    const events = bytes.toString().split('\n\n');
+    const twoEvents = Buffer.byteLength(`${events[0]}\n\n${events[1]}\n\n`);
+    const oneByteAtATime = [...splits(bytes)].at(-1)!;
+    const { body } = runTap({ info: chatRequest, chunks: oneByteAtATime, bodyLogBytes: twoEvents });
+    expect(body.truncated).toBe(true);
+    expect(body.searchText).toBe(`${events[0]}\nHél`);
+  });
+
   it("keeps a stream's search text within the body log's limit, and gives none without text", () => {
     expect(runTap({ info: chatRequest, chunks: [bytes], bodyLogBytes: 40 }).body.searchText).toHaveLength(40);
     const noText = Buffer.from(openAIChatStream({ includeUsage: true, deltas: [] }));

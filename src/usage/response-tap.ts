@@ -73,6 +73,9 @@ export function createResponseTap(
   const binary = /^(?:audio|image|video)\/|^application\/octet-stream/.test(contentType);
   const json = !isSse && reader && !binary ? new HeadTail(MAX_JSON_BYTES, JSON_EDGE_BYTES) : null;
   let unreadable = decoder === null;
+  // Generated text seen by the time the body log stopped keeping bytes (to the piece that crossed its limit):
+  // a stream's search text holds no more of the answer than its logged body does.
+  let textAtCut: number | null = null;
   let result: Usage | null = null;
 
   // Nothing left to learn: no usage to read and the log's prefix full (or none kept).
@@ -90,6 +93,7 @@ export function createResponseTap(
       decodedBytes += piece.length;
       prefix?.add(piece);
       stream?.push(piece);
+      if (textAtCut === null && prefix && prefix.size > opts.bodyLogBytes) textAtCut = output.length;
       json?.add(piece);
       observer?.push(piece);
       if (decodedBytes >= maxDecoded) observer?.cut();
@@ -136,7 +140,7 @@ export function createResponseTap(
       return {
         text,
         truncated,
-        searchText: stream ? streamSearchText(text, output, opts.bodyLogBytes) : null,
+        searchText: stream ? streamSearchText(text, output, textAtCut, opts.bodyLogBytes) : null,
       };
     },
   };
@@ -150,13 +154,20 @@ const FIRST_EVENT_CHARS = 2048;
  * then the text the model streamed, joined. The frames split words across events ("Hel", "lo") and repeat
  * ~200 characters of JSON around each few characters of text, which the index paid for (docs/
  * performance.md, "Ninth pass"). Null when no text was seen (an error or a kind of stream without text):
- * search then reads the frames. Kept within the body log's limit, like the body it stands for.
+ * search then reads the frames. Like the body it stands for, it stops where the body log stopped (`textChars`,
+ * to the piece that crossed the limit; null: all of it) and within the limit.
  */
-function streamSearchText(body: string, output: OutputCounter, limit: number): string | null {
+function streamSearchText(
+  body: string,
+  output: OutputCounter,
+  textChars: number | null,
+  limit: number,
+): string | null {
   if (!output.seen) return null;
   const blank = body.search(/\r?\n\r?\n/);
   const first = body.slice(0, Math.min(blank < 0 ? body.length : blank, FIRST_EVENT_CHARS));
-  return `${first}\n${output.text()}`.slice(0, limit);
+  const text = textChars === null ? output.text() : output.text().slice(0, textChars);
+  return `${first}\n${text}`.slice(0, limit);
 }
 
 /** Per reader, the top-level members a JSON body is read by: usage, model, a Responses wrapper, its own. */
