@@ -146,9 +146,6 @@ export function createResponseTap(
   };
 }
 
-/** A stream's first event carries its ids and model: its search text keeps up to this much of it. */
-const FIRST_EVENT_CHARS = 2048;
-
 /**
  * What search reads of a stream instead of its frames (RequestLogRow.response_search_text): the first event,
  * then the text the model streamed, joined. The frames split words across events ("Hel", "lo") and repeat
@@ -165,7 +162,8 @@ function streamSearchText(
 ): string | null {
   if (!output.seen) return null;
   const blank = body.search(/\r?\n\r?\n/);
-  const first = body.slice(0, Math.min(blank < 0 ? body.length : blank, FIRST_EVENT_CHARS));
+  // The first event carries the stream's ids and model. It is within the logged body, so within its limit.
+  const first = blank < 0 ? body : body.slice(0, blank);
   const text = textChars === null ? output.text() : output.text().slice(0, textChars);
   return `${first}\n${text}`.slice(0, limit);
 }
