@@ -90,7 +90,7 @@ export async function applyPgLogSearch(
         await client.query('ALTER TABLE requests DROP COLUMN search_vector');
         notify('request log search index dropped (KEYRELAY_LOG_SEARCH=false): search scans the newest rows');
         done = 'dropped';
-      } else if (keep && have.comment !== framesMarker(s.bodyChars)) {
+      } else if (keep) {
         if (have.comment === null) {
           await client.query(`COMMENT ON COLUMN requests.search_vector IS '${WHOLE_BODIES}'`);
           notify(
@@ -98,14 +98,13 @@ export async function applyPgLogSearch(
               'KEYRELAY_LOG_SEARCH_BODY_CHARS, start once with KEYRELAY_LOG_SEARCH=false, then with true ' +
               '(a table rewrite)',
           );
+        } else if (have.comment !== WHOLE_BODIES) {
+          notify(
+            'request log search index from an earlier version kept: it reads streamed responses by their SSE ' +
+              'frames, not their text; to rebuild it, start once with KEYRELAY_LOG_SEARCH=false, then with true ' +
+              '(a table rewrite)',
+          );
         }
-        done = 'kept';
-      } else if (keep) {
-        notify(
-          'request log search index from an earlier version kept: it reads streamed responses by their SSE ' +
-            'frames, not their text; to rebuild it, start once with KEYRELAY_LOG_SEARCH=false, then with true ' +
-            '(a table rewrite)',
-        );
         done = 'kept';
       } else if (s.enabled && have?.comment !== marker(s.bodyChars)) {
         notify('rebuilding the request log search index (a table rewrite); keyrelay starts when it is done');
