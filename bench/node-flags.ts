@@ -1,5 +1,5 @@
 /**
- * A/B of node flags for keyrelay: `npm run bench:flags -- [--node PATH] [--reps N] [--pause MS] -- <flags A> -- <flags B>`
+ * A/B of node flags for keyrelay: `npm run bench:flags -- [--node PATH] [--reps N] [--pause MS] [--stream P] [--open RATE] -- <flags A> -- <flags B>`
  * (empty = none), e.g. `-- -- --max-semi-space-size=16`; a `NAME=VALUE` in a group is a setting instead, e.g.
  * `-- -- KEYRELAY_LOG_BATCH_SIZE=500`, and a `main=DIR` runs the keyrelay built in DIR instead of ours (A/B of two
  * commits: `git worktree add DIR <commit>`, link node_modules, `npm run build` there). Two keyrelays as shipped, both pinned to CPU 1,
@@ -7,6 +7,8 @@
  * repetition, then 1,000 slow streams each for RSS. Uses the built dist/ (run `npm run build` first).
  * `--stream openai|anthropic`: the saturating load is 64 concurrent streams of 50 chunks (the bench's stream
  * step, back to back) instead of plain requests, and CPU is per stream.
+ * `--open RATE`: instead of saturating, each repetition is 3 s of plain requests sent at RATE per second (open loop,
+ * the bench's fixed-rate step), and the latency from each intended send time is printed, p50/p90/p99 per repetition.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +24,15 @@ import {
   threadDelta,
   useScriptDir,
 } from './processes.js';
-import type { ClosedResult, HoldResult, ProviderName, StreamResult, Target } from './protocol.js';
+import type {
+  ClosedResult,
+  HoldResult,
+  OpenResult,
+  ProviderName,
+  StreamResult,
+  Summary,
+  Target,
+} from './protocol.js';
 import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
@@ -31,6 +41,7 @@ let reps = 3;
 /** Quiet time before each repetition: the main bench leaves a keyrelay ~20 s idle between its own. */
 let pauseMs = 0;
 let stream: ProviderName | null = null;
+let openRate = 0;
 const groups: string[][] = [];
 for (let i = 0; i < argv.length; i += 1) {
   const a = argv[i]!;
@@ -40,6 +51,7 @@ for (let i = 0; i < argv.length; i += 1) {
   else if (a === '--reps') reps = Number(argv[++i]) || 3;
   else if (a === '--pause') pauseMs = Number(argv[++i]) || 0;
   else if (a === '--stream') stream = argv[++i] as ProviderName;
+  else if (a === '--open') openRate = Number(argv[++i]) || 0;
 }
 while (groups.length < 2) groups.push([]);
 
@@ -52,7 +64,18 @@ const upstream = await startBenchServer('upstream.ts', [], '0');
 const up = `http://127.0.0.1:${upstream.port}`;
 const driver = startDriver('0');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-flags-'));
-const subjects = [];
+interface Subject {
+  label: string;
+  child: Awaited<ReturnType<typeof startKeyrelay>>;
+  target: Target;
+  cpu: number[];
+  /** µs per request on the main thread, the busiest other (the log writer) and the remaining threads. */
+  threads: [number, number, number][];
+  rps: number[];
+  latency: Summary[];
+  rss: number;
+}
+const subjects: Subject[] = [];
 for (const [i, flags] of groups.entries()) {
   const dataDir = join(tmp, String(i));
   mkdirSync(dataDir);
@@ -84,13 +107,47 @@ for (const [i, flags] of groups.entries()) {
     label: flags.join(' ') || '(none)',
     child,
     target,
-    cpu: [] as number[],
-    /** µs per request on the main thread, the busiest other (the log writer) and the remaining threads. */
-    threads: [] as [number, number, number][],
-    rps: [] as number[],
+    cpu: [],
+    threads: [],
+    rps: [],
+    latency: [],
     rss: 0,
   });
 }
+
+/** One repetition's load on one keyrelay: requests (or streams) answered, and their rate. */
+async function load(s: Subject): Promise<{ ok: number; rps: number }> {
+  if (openRate) {
+    const x = await driver.run<OpenResult>({
+      kind: 'open',
+      target: s.target,
+      rate: openRate,
+      durationMs: 3000,
+    });
+    s.latency.push(x.latency);
+    return { ok: x.ok, rps: x.achievedRps };
+  }
+  if (stream) {
+    const x = await driver.run<StreamResult>({
+      kind: 'stream',
+      target: s.target,
+      provider: stream,
+      concurrency: 64,
+      durationMs: 4000,
+      chunks: 50,
+      chunkMs: 0,
+    });
+    return { ok: x.streams, rps: x.streams / 4 };
+  }
+  const x = await driver.run<ClosedResult>({
+    kind: 'closed',
+    target: s.target,
+    concurrency: 64,
+    durationMs: 4000,
+  });
+  return { ok: x.ok, rps: x.rps };
+}
+
 for (const s of subjects)
   await driver.run({ kind: 'closed', target: s.target, concurrency: 32, durationMs: 2000 });
 for (let rep = 0; rep < reps; rep += 1) {
@@ -100,24 +157,7 @@ for (let rep = 0; rep < reps; rep += 1) {
     const cpu0 = readCpuMs(s.child.pid);
     const threads0 = readThreadCpuMs(s.child.pid);
     const stop = sampleRss(s.child.pid);
-    const r: { ok: number; rps: number } = stream
-      ? await driver
-          .run<StreamResult>({
-            kind: 'stream',
-            target: s.target,
-            provider: stream,
-            concurrency: 64,
-            durationMs: 4000,
-            chunks: 50,
-            chunkMs: 0,
-          })
-          .then((x) => ({ ok: x.streams, rps: x.streams / 4 }))
-      : await driver.run<ClosedResult>({
-          kind: 'closed',
-          target: s.target,
-          concurrency: 64,
-          durationMs: 4000,
-        });
+    const r = await load(s);
     s.cpu.push(((readCpuMs(s.child.pid) - cpu0) * 1000) / r.ok);
     const t = threadDelta(s.child.pid, threads0, readThreadCpuMs(s.child.pid));
     const us = (ms: number) => (ms * 1000) / r.ok;
@@ -141,7 +181,8 @@ for (const s of subjects) {
 }
 console.log(
   `node ${node}; each keyrelay pinned to CPU 1; median of ${reps}` +
-    (stream ? `; load: 64 concurrent ${stream} streams of 50 chunks, CPU per stream` : ''),
+    (stream ? `; load: 64 concurrent ${stream} streams of 50 chunks, CPU per stream` : '') +
+    (openRate ? `; load: ${openRate} requests/s, open loop, 3 s` : ''),
 );
 for (const [i, s] of subjects.entries()) {
   console.log(
@@ -149,6 +190,12 @@ for (const [i, s] of subjects.entries()) {
       `RSS peak at saturation ${s.rss.toFixed(0)} MB, with 1,000 streams ${streams[i]!.toFixed(0)} MB`,
   );
   console.log(`${''.padEnd(32)} repetitions: ${s.cpu.map((c) => c.toFixed(0)).join(', ')} µs/req`);
+  if (openRate) {
+    const ms = (k: 'p50' | 'p90' | 'p99') => s.latency.map((l) => l[k].toFixed(2)).join(', ');
+    const med = (k: 'p50' | 'p90' | 'p99') => median(s.latency.map((l) => l[k])).toFixed(2);
+    console.log(`${''.padEnd(32)} latency ms, median p50 ${med('p50')} p90 ${med('p90')} p99 ${med('p99')}`);
+    console.log(`${''.padEnd(32)} p50: ${ms('p50')}; p90: ${ms('p90')}; p99: ${ms('p99')}`);
+  }
   const part = (k: number) => median(s.threads.map((t) => t[k]!)).toFixed(0);
   console.log(
     `${''.padEnd(32)} by thread (medians): main ${part(0)}, busiest other (the log writer) ${part(1)}, the rest ${part(2)} µs/req`,

@@ -414,22 +414,37 @@ export function renderIssueTable(r: Results, pinned: boolean): string {
     '× >= 0.9',
     verdict(ratio(on, sat('keyrelay_nobody')), '>=', 0.9),
   ]);
-  // Not a target of the issue: what the full-text index of the request log costs (KEYRELAY_LOG_SEARCH).
-  const noFts = sat('keyrelay_nosearch');
-  if (noFts !== null) {
-    rows.push(['throughput full-text index on / off', null, on, '×', ratio(on, noFts), '(measured)', '']);
+  // Not targets: what each part of the request log costs a request, each measured as keyrelay minus the
+  // variant without it (the issue's "say which feature costs what"). The table's throughput ratios above.
+  const cost = (id: SubjectId, field: string) =>
+    diff(v('saturation', 'keyrelay', field), v('saturation', id, field));
+  const parts: [string, SubjectId][] = [
+    ['request log', 'keyrelay_nolog'],
+    ['body logging', 'keyrelay_nobody'],
+    ['full-text index', 'keyrelay_nosearch'],
+  ];
+  const byThread: string[] = [];
+  for (const [label, id] of parts) {
+    const all = cost(id, 'cpu_us_per_req');
+    if (all === null) continue;
+    if (id === 'keyrelay_nosearch')
+      rows.push(['throughput full-text index on / off', null, on, '×', ratio(on, sat(id)), '(measured)', '']);
     rows.push([
-      'CPU/req full-text index on − off (µs)',
+      `CPU/req ${label} on − off (µs)`,
       null,
       v('saturation', 'keyrelay', 'cpu_us_per_req'),
       '+µs',
-      diff(
-        v('saturation', 'keyrelay', 'cpu_us_per_req'),
-        v('saturation', 'keyrelay_nosearch', 'cpu_us_per_req'),
-      ),
+      all,
       '(measured)',
       '',
     ]);
+    const writer = cost(id, 'busiest_other_thread_us_per_req');
+    const rest = diff(cost(id, 'other_threads_us_per_req'), writer);
+    const signed = (x: number | null) => (x !== null && x >= 0 ? '+' : '') + fmt(x, 0);
+    byThread.push(
+      `${label} ${signed(all)} (main ${signed(cost(id, 'main_thread_us_per_req'))}, ` +
+        `log writer ${signed(writer)}, other threads ${signed(rest)})`,
+    );
   }
   const header = ['issue #14', 'bare node', 'keyrelay', '', 'ratio/added', 'target', 'ok'];
   const cells = rows.map((row) => [
@@ -461,5 +476,10 @@ export function renderIssueTable(r: Results, pinned: boolean): string {
     `keyrelay CPU per request by thread: main ${fmt(split[0], 0)} µs, other threads ${fmt(split[1], 0)} µs ` +
       `(busiest ${fmt(split[2], 0)} µs: the SQLite log writer). Bare proxy used ` +
       `${fmt(v('saturation', 'bare', 'cpu_cores'), 2)} of its core at saturation, keyrelay ${fmt(v('saturation', 'keyrelay', 'cpu_cores'), 2)}.`,
+    ...(byThread.length > 0
+      ? [
+          `What each part of the log costs a request, µs of CPU (keyrelay − the variant without it; medians, so the parts need not add up): ${byThread.join('; ')}.`,
+        ]
+      : []),
   ].join('\n');
 }

@@ -36,4 +36,30 @@ describe('bench verdicts', () => {
     expect(line(table, 'throughput log on / off')).toMatch(/0\.901 .*PASS$/);
     expect(line(table, 'max throughput')).toMatch(/0\.728 .*PASS$/);
   });
+
+  it('says what each part of the log costs a request, by thread', () => {
+    const at = (cpu: number, main: number, writer: number, others: number) => ({
+      rps: 1000,
+      cpu_us_per_req: cpu,
+      main_thread_us_per_req: main,
+      busiest_other_thread_us_per_req: writer,
+      other_threads_us_per_req: others,
+    });
+    const r: Results = {
+      saturation: {
+        bare: { rps: 1200, cpu_us_per_req: 160 },
+        keyrelay: at(214, 174, 22, 40),
+        keyrelay_nolog: at(174, 157, 4, 17),
+        keyrelay_nobody: at(199, 167, 12, 32),
+      },
+    };
+    const table = renderIssueTable(r, true);
+    expect(line(table, 'CPU/req request log on − off (µs)')).toMatch(/\+µs\s+40\.00\s+\(measured\)/);
+    expect(line(table, 'CPU/req body logging on − off (µs)')).toMatch(/15\.00/);
+    // No "no FTS" column in this run: no row for it.
+    expect(line(table, 'CPU/req full-text index')).toBe('');
+    expect(line(table, 'What each part of the log costs')).toContain(
+      'request log +40 (main +17, log writer +18, other threads +5); body logging +15 (main +7, log writer +10, other threads -2)',
+    );
+  });
 });
