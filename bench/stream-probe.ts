@@ -6,6 +6,7 @@
  *   npx tsx bench/stream-probe.ts [--reps 5] [--gap-ms 6000] [--provider openai] [--env KEYRELAY_X=1]
  *     [--node-flag --trace-gc] [--no-build] [--variant nolog:KEYRELAY_REQUEST_LOG=false,KEYRELAY_X=2]
  *     [--variant before:main=/tmp/worktree]   (main=DIR: the keyrelay built in DIR, e.g. a worktree of another commit)
+ *     [--variant stgc:--single-threaded-gc]   (an item starting with -- is a node flag for that column alone)
  * --warm ID keeps that column's log writer running between its steps (one request a second).
  * Each --variant is one more keyrelay column (its own data dir), interleaved with the others like the bench.
  * keyrelay's stderr (e.g. --trace-gc) goes to bench/results/stream-probe-keyrelay.log.
@@ -46,23 +47,21 @@ const upOrigin = `http://127.0.0.1:${upstream.port}`;
 const bare = await startBenchServer('bare-proxy.ts', [upOrigin, upOrigin], '1');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-probe-'));
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
-const variants: [string, Record<string, string>][] = [
-  ['keyrelay', {}],
-  ...all('--variant').map((v): [string, Record<string, string>] => {
+/** A column: its name, its settings (NAME=VALUE, main=DIR) and its own node flags (items starting with --). */
+const variants: [string, Record<string, string>, string[]][] = [
+  ['keyrelay', {}, []],
+  ...all('--variant').map((v): [string, Record<string, string>, string[]] => {
     const [name, list = ''] = v.split(/:(.*)/s);
+    const items = list.split(',').filter(Boolean);
     return [
       name!,
-      Object.fromEntries(
-        list
-          .split(',')
-          .filter(Boolean)
-          .map((e) => e.split(/=(.*)/s).slice(0, 2)),
-      ),
+      Object.fromEntries(items.filter((e) => !e.startsWith('--')).map((e) => e.split(/=(.*)/s).slice(0, 2))),
+      items.filter((e) => e.startsWith('--')),
     ];
   }),
 ];
 const krs: { id: string; child: Awaited<ReturnType<typeof startKeyrelay>>; key: string }[] = [];
-for (const [id, extra] of variants) {
+for (const [id, extra, flags] of variants) {
   const dir = join(tmp, id);
   mkdirSync(dir);
   const key = await createBenchKey(dir);
@@ -74,7 +73,7 @@ for (const [id, extra] of variants) {
     pin: '1',
     build: main,
     env: { ...env, ...settings },
-    nodeFlags,
+    nodeFlags: [...nodeFlags, ...flags],
     logFile: join(ROOT, `bench/results/stream-probe-${id}.log`),
   });
   krs.push({ id, child, key });
