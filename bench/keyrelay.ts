@@ -1,6 +1,6 @@
 /** Building, seeding and starting keyrelay from the built code, as an operator would run it. */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -99,7 +99,8 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
     KEYRELAY_DATA_DIR: o.dataDir,
     KEYRELAY_OPENAI_UPSTREAM: o.upstream,
     KEYRELAY_ANTHROPIC_UPSTREAM: o.upstream,
-    KEYRELAY_LOG_LEVEL: 'warn',
+    // debug: the idle memory reclaim logs each run there, and the bench says when it ran (idleReclaims).
+    KEYRELAY_LOG_LEVEL: 'debug',
     ...o.env,
     ...(o.requestLog ? {} : { KEYRELAY_REQUEST_LOG: 'false' }),
   });
@@ -179,4 +180,20 @@ export async function startProbe(
   const key = await createBenchKey(dataDir);
   const kr = await startKeyrelay({ ...o, dataDir, upstream: `http://127.0.0.1:${upstream.port}` });
   return { upstream, kr, key };
+}
+
+/** The idle memory reclaims (src/cli/memory.ts) a keyrelay logged at debug level, from its log file. */
+export function idleReclaims(logFile: string): { at: number; reason: string; ms: number }[] {
+  if (!existsSync(logFile)) return [];
+  const out: { at: number; reason: string; ms: number }[] = [];
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('"idle memory reclaim"')) continue;
+    try {
+      const e = JSON.parse(line) as { time: number; reason: string; ms: number };
+      out.push({ at: e.time, reason: e.reason, ms: e.ms });
+    } catch {
+      // a line cut by the process's exit
+    }
+  }
+  return out;
 }

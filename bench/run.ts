@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { inspectLog, ROOT, type LogSummary } from './keyrelay.js';
+import { idleReclaims, inspectLog, ROOT, type LogSummary } from './keyrelay.js';
 import { waitQuiet, watchOthers } from './machine.js';
 import { parseOptions } from './options.js';
 import { readCpuMs, readHeapMb, readRssMb, readThreadCpuMs, threadDelta } from './processes.js';
@@ -156,6 +156,7 @@ for (const s of proxies.filter((x) => x.full && !opts.stagesOnly)) {
   m.heap_streams_mb = row?.heap_used_mb ?? null;
   m.external_streams_mb = row?.external_mb ?? null;
 }
+const loadEnded = Date.now();
 // The per-stage profile: a separate keyrelay under --cpu-prof (profiling slows what it measures, so never
 // the measured one), saturated like the saturation step; only samples inside that window count.
 let stages: StageSummary | null = null;
@@ -191,6 +192,19 @@ if (opts.stages && setup.startProfiled) {
 log(`settling ${opts.quietMs} ms…`);
 await sleep(opts.quietMs);
 for (const s of proxies) await snapshotMemory(s, 'after');
+const afterRead = Date.now();
+// "RSS after load" is read once the idle reclaim should have run (30 s quiet): say whether it did.
+const reclaims = proxies
+  .filter((s) => s.id.startsWith('keyrelay'))
+  .map((s) => {
+    const seen = idleReclaims(join(resultsDir, `${stamp}-${s.id}.log`)).filter(
+      (r) => r.at > loadEnded && r.at <= afterRead,
+    );
+    const last = seen.at(-1);
+    return last
+      ? `${s.id} at +${((last.at - loadEnded) / 1000).toFixed(0)} s (${last.reason}, ${last.ms.toFixed(0)} ms)`
+      : `${s.id} none`;
+  });
 for (const [id, row] of Object.entries(memory)) (raw.memory ??= {})[id as SubjectId] = [row];
 
 await setup.teardown();
@@ -244,6 +258,11 @@ console.log(
 );
 console.log(renderFooter(report.meta, logRows, results, profile?.text ?? null));
 console.log(`\n${renderIssueTable(results, opts.pin)}`);
+if (reclaims.length > 0)
+  console.log(
+    `Idle reclaim (src/cli/memory.ts) after the bench's last load, the 1,000 slow streams; "RSS after load" ` +
+      `was read at +${((afterRead - loadEnded) / 1000).toFixed(0)} s: ${reclaims.join('; ')}.`,
+  );
 if (stages) {
   console.log(
     `\nPer-stage CPU profile of keyrelay at saturation (${opts.saturationConcurrency} connections; a separate` +
