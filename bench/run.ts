@@ -193,16 +193,15 @@ log(`settling ${opts.quietMs} ms…`);
 await sleep(opts.quietMs);
 for (const s of proxies) await snapshotMemory(s, 'after');
 const afterRead = Date.now();
-// "RSS after load" is read once the idle reclaim should have run (30 s quiet): say whether it did.
+// "RSS after load" is read once the idle reclaim should have run (30 s quiet): say when each one's last did.
 const reclaims = proxies
   .filter((s) => s.id.startsWith('keyrelay'))
   .map((s) => {
-    const seen = idleReclaims(join(resultsDir, `${stamp}-${s.id}.log`)).filter(
-      (r) => r.at > loadEnded && r.at <= afterRead,
-    );
-    const last = seen.at(-1);
+    const last = idleReclaims(join(resultsDir, `${stamp}-${s.id}.log`))
+      .filter((r) => r.at <= afterRead)
+      .at(-1);
     return last
-      ? `${s.id} at +${((last.at - loadEnded) / 1000).toFixed(0)} s (${last.reason}, ${last.ms.toFixed(0)} ms)`
+      ? `${s.id} ${((afterRead - last.at) / 1000).toFixed(0)} s before it (${last.reason}, ${last.ms.toFixed(0)} ms)`
       : `${s.id} none`;
   });
 for (const [id, row] of Object.entries(memory)) (raw.memory ??= {})[id as SubjectId] = [row];
@@ -260,8 +259,9 @@ console.log(renderFooter(report.meta, logRows, results, profile?.text ?? null));
 console.log(`\n${renderIssueTable(results, opts.pin)}`);
 if (reclaims.length > 0)
   console.log(
-    `Idle reclaim (src/cli/memory.ts) after the bench's last load, the 1,000 slow streams; "RSS after load" ` +
-      `was read at +${((afterRead - loadEnded) / 1000).toFixed(0)} s: ${reclaims.join('; ')}.`,
+    `"RSS after load" was read ${((afterRead - loadEnded) / 1000).toFixed(0)} s after the bench's last load ` +
+      `(keyrelay's 1,000 slow streams). Each keyrelay's last idle reclaim (src/cli/memory.ts) before that ` +
+      `reading: ${reclaims.join('; ')}.`,
   );
 if (stages) {
   console.log(
