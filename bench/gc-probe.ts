@@ -14,9 +14,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
-import { createBenchKey, startKeyrelay } from './keyrelay.js';
+import { createBenchKey, keyrelayTarget, startKeyrelay } from './keyrelay.js';
 import { readThreadCpuMs, startBenchServer, startDriver, threadDelta, useScriptDir } from './processes.js';
-import type { ClosedResult, Target } from './protocol.js';
+import type { ClosedResult } from './protocol.js';
 import { median } from './stats.js';
 
 const argv = process.argv.slice(2);
@@ -98,18 +98,7 @@ for (let rep = 0; rep < reps; rep += 1) {
       nodeFlags: ['--trace-gc-nvp'],
       logFile,
     });
-    const target: Target = {
-      name: v.name,
-      origin: `http://127.0.0.1:${child.port}`,
-      paths: {
-        openai: '/api/proxy/openai/v1/chat/completions',
-        anthropic: '/api/proxy/anthropic/v1/messages',
-      },
-      headers: {
-        openai: { 'proxy-api-key': key, authorization: 'Bearer sk-bench' },
-        anthropic: { 'proxy-api-key': key, 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
-      },
-    };
+    const target = keyrelayTarget(v.name, `http://127.0.0.1:${child.port}`, key);
     await driver.run({ kind: 'closed', target, concurrency: 32, durationMs: 1500 });
     const offset = readFileSync(logFile, 'utf8').length;
     const threads0 = readThreadCpuMs(child.pid);

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { openConnection } from '../src/store/sqlite/driver.js';
 import { freePort, startBenchServer, startProcess, type Child } from './processes.js';
+import type { Target } from './protocol.js';
 
 const run = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -89,6 +90,19 @@ export interface KeyrelayStart {
   nodeFlags?: string[];
   /** Another checkout's build to run (e.g. a worktree of the commit before, built); ours by default. */
   build?: string;
+}
+
+/** What the load driver sends to a keyrelay at `origin`: both providers' paths, the key and fake credentials. */
+export function keyrelayTarget(name: string, origin: string, key: string): Target {
+  return {
+    name,
+    origin,
+    paths: { openai: '/api/proxy/openai/v1/chat/completions', anthropic: '/api/proxy/anthropic/v1/messages' },
+    headers: {
+      openai: { 'proxy-api-key': key, authorization: 'Bearer sk-bench' },
+      anthropic: { 'proxy-api-key': key, 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
+    },
+  };
 }
 
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {

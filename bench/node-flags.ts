@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
-import { createBenchKey, startKeyrelay } from './keyrelay.js';
+import { createBenchKey, keyrelayTarget, startKeyrelay } from './keyrelay.js';
 import {
   readCpuMs,
   readThreadCpuMs,
@@ -93,16 +93,7 @@ for (const [i, flags] of groups.entries()) {
       flags.filter((f) => SETTING.test(f)).map((f) => f.split(/=(.*)/s, 2) as [string, string]),
     ),
   });
-  const origin = `http://127.0.0.1:${child.port}`;
-  const target: Target = {
-    name: `flags ${i}`,
-    origin,
-    paths: { openai: '/api/proxy/openai/v1/chat/completions', anthropic: '/api/proxy/anthropic/v1/messages' },
-    headers: {
-      openai: { 'proxy-api-key': key, authorization: 'Bearer sk-bench' },
-      anthropic: { 'proxy-api-key': key, 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
-    },
-  };
+  const target = keyrelayTarget(`flags ${i}`, `http://127.0.0.1:${child.port}`, key);
   subjects.push({
     label: flags.join(' ') || '(none)',
     child,

@@ -17,9 +17,9 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
-import { createBenchKey, startKeyrelay } from './keyrelay.js';
+import { createBenchKey, keyrelayTarget, startKeyrelay } from './keyrelay.js';
 import { readThreadCpuMs, startBenchServer, startDriver, useScriptDir } from './processes.js';
-import type { ClosedResult, ProviderName, StreamResult, Target } from './protocol.js';
+import type { ClosedResult, ProviderName, StreamResult } from './protocol.js';
 
 const argv = process.argv.slice(2);
 const at = (name: string): string | undefined => {
@@ -116,15 +116,7 @@ for (const v of variants) {
     env: v.env,
     nodeFlags: ['--perf-basic-prof-only-functions', ...v.flags],
   });
-  const target: Target = {
-    name: v.name,
-    origin: `http://127.0.0.1:${child.port}`,
-    paths: { openai: '/api/proxy/openai/v1/chat/completions', anthropic: '/api/proxy/anthropic/v1/messages' },
-    headers: {
-      openai: { 'proxy-api-key': key, authorization: 'Bearer sk-bench' },
-      anthropic: { 'proxy-api-key': key, 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
-    },
-  };
+  const target = keyrelayTarget(v.name, `http://127.0.0.1:${child.port}`, key);
   const load = async (ms: number): Promise<number> =>
     stream
       ? (
