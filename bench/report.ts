@@ -414,8 +414,8 @@ export function renderIssueTable(r: Results, pinned: boolean): string {
     '× >= 0.9',
     verdict(ratio(on, sat('keyrelay_nobody')), '>=', 0.9),
   ]);
-  // Not targets: what each part of the request log costs a request, each measured as keyrelay minus the
-  // variant without it (the issue's "say which feature costs what"). The table's throughput ratios above.
+  // Not targets: what each part of the request log costs a request in CPU, as keyrelay minus the variant
+  // without it (the issue's "say which feature costs what"); the rows above give the same as throughput.
   const cost = (id: SubjectId, field: string) =>
     diff(v('saturation', 'keyrelay', field), v('saturation', id, field));
   const parts: [string, SubjectId][] = [
