@@ -24,7 +24,7 @@ import { SqliteLogStore, type SqliteLogStoreOptions } from '../src/store/sqlite/
 import type { LogStore } from '../src/store/types.js';
 import { describeLogSearchContract } from './helpers/log-contract.js';
 import { makeLogRow } from './helpers/log-rows.js';
-import { createTestDatabase } from './helpers/pg.js';
+import { createTestDatabase, testPool } from './helpers/pg.js';
 
 type Options = SqliteLogStoreOptions & PgLogStoreOptions;
 
@@ -66,7 +66,7 @@ function postgres(): Backend {
     },
     open: (opts) => new PgLogStore(url, opts),
     async hasIndex() {
-      const pool = new pg.Pool({ connectionString: url });
+      const pool = testPool(url);
       try {
         return await hasSearchColumn(pool);
       } finally {
@@ -262,7 +262,7 @@ describe('applyPgLogSearch (PostgreSQL)', () => {
   /** Runs `test` on a fresh database of its own. */
   async function withDatabase(test: (pool: pg.Pool, url: string) => Promise<void>): Promise<void> {
     const db = await createTestDatabase();
-    const pool = new pg.Pool({ connectionString: db.url });
+    const pool = testPool(db.url);
     try {
       await test(pool, db.url);
     } finally {

@@ -6,7 +6,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runPgMigrations } from '../src/store/postgres/db.js';
 import { CONFIG_MIGRATIONS as PG_MIGRATIONS, PgConfigStore } from '../src/store/postgres/config-store.js';
@@ -16,7 +15,7 @@ import {
 } from '../src/store/sqlite/config-store.js';
 import { openSqlite, runSqliteMigrations } from '../src/store/sqlite/db.js';
 import type { ConfigStore } from '../src/store/types.js';
-import { createTestDatabase } from './helpers/pg.js';
+import { createTestDatabase, testPool } from './helpers/pg.js';
 
 const NOW = '2026-01-02T03:04:05.000Z';
 const ACCOUNT = `INSERT INTO accounts (id, email, password_hash, password_changed_at, created_at)
@@ -70,7 +69,7 @@ describe('config migration 4 keeps existing keys', () => {
   it('on PostgreSQL', async () => {
     const tdb = await createTestDatabase();
     cleanups.push(() => tdb.drop());
-    const pool = new pg.Pool({ connectionString: tdb.url, max: 1 });
+    const pool = testPool(tdb.url, 1);
     await runPgMigrations(
       pool,
       'config',
