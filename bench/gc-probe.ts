@@ -10,11 +10,11 @@
  * A variant is `name:` followed by comma-separated settings (NAME=VALUE) and optionally main=DIR (the
  * keyrelay built in DIR).
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
-import { createBenchKey, keyrelayTarget, startKeyrelay } from './keyrelay.js';
+import { parseVariant, startVariant } from './keyrelay.js';
 import { readThreadCpuMs, startBenchServer, startDriver, threadDelta, useScriptDir } from './processes.js';
 import type { ClosedResult } from './protocol.js';
 import { median } from './stats.js';
@@ -22,19 +22,7 @@ import { median } from './stats.js';
 const argv = process.argv.slice(2);
 const repsAt = argv.indexOf('--reps');
 const reps = repsAt >= 0 ? Number(argv[repsAt + 1]) || 3 : 3;
-const variants = argv
-  .filter((a, i) => a.includes(':') && argv[i - 1] !== '--reps')
-  .map((v) => {
-    const [name, list = ''] = v.split(/:(.*)/s);
-    const settings = Object.fromEntries(
-      list
-        .split(',')
-        .filter(Boolean)
-        .map((e) => e.split(/=(.*)/s, 2) as [string, string]),
-    );
-    const { main, ...env } = settings;
-    return { name: name!, main, env };
-  });
+const variants = argv.filter((a, i) => a.includes(':') && argv[i - 1] !== '--reps').map(parseVariant);
 if (variants.length === 0) {
   console.error('usage: npx tsx bench/gc-probe.ts [--reps N] name:[SETTING=V,…][,main=DIR] …');
   process.exit(2);
@@ -85,20 +73,13 @@ for (let rep = 0; rep < reps; rep += 1) {
   for (let i = 0; i < variants.length; i += 1) {
     const v = variants[(i + rep) % variants.length]!;
     const dataDir = join(tmp, `${v.name}-${rep}`);
-    mkdirSync(dataDir);
-    const key = await createBenchKey(dataDir);
     const logFile = join(dataDir, 'trace.log');
-    const child = await startKeyrelay({
+    const { child, target } = await startVariant(v, {
       dataDir,
       upstream: `http://127.0.0.1:${upstream.port}`,
-      requestLog: v.env.KEYRELAY_REQUEST_LOG !== 'false',
-      pin: '1',
-      build: v.main,
-      env: v.env,
       nodeFlags: ['--trace-gc-nvp'],
       logFile,
     });
-    const target = keyrelayTarget(v.name, `http://127.0.0.1:${child.port}`, key);
     await driver.run({ kind: 'closed', target, concurrency: 32, durationMs: 1500 });
     const offset = readFileSync(logFile, 'utf8').length;
     const threads0 = readThreadCpuMs(child.pid);

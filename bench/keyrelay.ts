@@ -1,6 +1,6 @@
 /** Building, seeding and starting keyrelay from the built code, as an operator would run it. */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -90,6 +90,58 @@ export interface KeyrelayStart {
   nodeFlags?: string[];
   /** Another checkout's build to run (e.g. a worktree of the commit before, built); ours by default. */
   build?: string;
+}
+
+/** A keyrelay column of a probe: its name, settings (NAME=VALUE), build (main=DIR) and its own node flags. */
+export interface Variant {
+  name: string;
+  env: Record<string, string>;
+  main: string | undefined;
+  flags: string[];
+}
+
+/**
+ * `name:` then comma-separated items: NAME=VALUE a setting, main=DIR the keyrelay built in DIR (a worktree of
+ * another commit), an item starting with -- a node flag; e.g. `nolog:KEYRELAY_REQUEST_LOG=false` or
+ * `stgc:--single-threaded-gc`.
+ */
+export function parseVariant(spec: string): Variant {
+  const [name, list = ''] = spec.split(/:(.*)/s);
+  const items = list.split(',').filter(Boolean);
+  const settings = Object.fromEntries(
+    items.filter((e) => !e.startsWith('--')).map((e) => e.split(/=(.*)/s, 2) as [string, string]),
+  );
+  const { main, ...env } = settings;
+  return { name: name!, env, main, flags: items.filter((e) => e.startsWith('--')) };
+}
+
+/**
+ * A variant's keyrelay in its own data dir with a key, pinned to CPU 1 like the bench's: `nodeFlags` and `env`
+ * come before the variant's own.
+ */
+export async function startVariant(
+  v: Variant,
+  o: {
+    dataDir: string;
+    upstream: string;
+    nodeFlags?: string[];
+    env?: Record<string, string>;
+    logFile?: string;
+  },
+): Promise<{ child: Child; key: string; target: Target }> {
+  mkdirSync(o.dataDir, { recursive: true });
+  const key = await createBenchKey(o.dataDir);
+  const child = await startKeyrelay({
+    dataDir: o.dataDir,
+    upstream: o.upstream,
+    requestLog: v.env.KEYRELAY_REQUEST_LOG !== 'false',
+    pin: '1',
+    build: v.main,
+    env: { ...o.env, ...v.env },
+    nodeFlags: [...(o.nodeFlags ?? []), ...v.flags],
+    logFile: o.logFile,
+  });
+  return { child, key, target: keyrelayTarget(v.name, `http://127.0.0.1:${child.port}`, key) };
 }
 
 /** What the load driver sends to a keyrelay at `origin`: both providers' paths, the key and fake credentials. */

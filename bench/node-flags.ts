@@ -23,6 +23,7 @@ import {
   startDriver,
   threadDelta,
   useScriptDir,
+  type Child,
 } from './processes.js';
 import type {
   ClosedResult,
@@ -66,7 +67,7 @@ const driver = startDriver('0');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-bench-flags-'));
 interface Subject {
   label: string;
-  child: Awaited<ReturnType<typeof startKeyrelay>>;
+  child: Child;
   target: Target;
   cpu: number[];
   /** µs per request on the main thread, the busiest other (the log writer) and the remaining threads. */
@@ -178,7 +179,7 @@ console.log(
 for (const [i, s] of subjects.entries()) {
   console.log(
     `${s.label.padEnd(32)} ${median(s.cpu).toFixed(0).padStart(5)} µs/req  ${median(s.rps).toFixed(0).padStart(5)} rps  ` +
-      `RSS peak at saturation ${s.rss.toFixed(0)} MB, with 1,000 streams ${streams[i]!.toFixed(0)} MB`,
+      `RSS peak under load ${s.rss.toFixed(0)} MB, with 1,000 streams ${streams[i]!.toFixed(0)} MB`,
   );
   console.log(`${''.padEnd(32)} repetitions: ${s.cpu.map((c) => c.toFixed(0)).join(', ')} µs/req`);
   if (openRate) {

@@ -8,16 +8,16 @@
  *
  *   npm run build && npx tsx bench/perf-split.ts [--seconds 5] [--stream openai] shipped: nolog:KEYRELAY_REQUEST_LOG=false
  *
- * A variant is `name:` followed by comma-separated settings (NAME=VALUE) and node flags (items starting --).
+ * A variant is `name:` followed by comma-separated settings (NAME=VALUE), main=DIR and node flags (--…).
  * JIT frames are named through --perf-basic-prof-only-functions; V8 reuses code addresses, so a JS name can be
  * stale (a regular expression's code reported as node:path's normalizeString, say): read kinds, not names.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from './compile.js';
-import { createBenchKey, keyrelayTarget, startKeyrelay } from './keyrelay.js';
+import { parseVariant, startVariant } from './keyrelay.js';
 import { readThreadCpuMs, startBenchServer, startDriver, useScriptDir } from './processes.js';
 import type { ClosedResult, ProviderName, StreamResult } from './protocol.js';
 
@@ -30,17 +30,7 @@ const seconds = Number(at('--seconds') ?? 5);
 const stream = (at('--stream') ?? null) as ProviderName | null;
 const variants = argv
   .filter((a, i) => a.includes(':') && !['--seconds', '--stream'].includes(argv[i - 1] ?? ''))
-  .map((v) => {
-    const [name, list = ''] = v.split(/:(.*)/s);
-    const items = list.split(',').filter(Boolean);
-    return {
-      name: name!,
-      env: Object.fromEntries(
-        items.filter((e) => !e.startsWith('--')).map((e) => e.split(/=(.*)/s, 2) as [string, string]),
-      ),
-      flags: items.filter((e) => e.startsWith('--')),
-    };
-  });
+  .map(parseVariant);
 if (variants.length === 0) {
   console.error(
     'usage: npx tsx bench/perf-split.ts [--seconds N] [--stream openai|anthropic] name:[SETTING=V,--flag,…] …',
@@ -105,18 +95,11 @@ const HZ = 1999;
 type Split = Map<string, number>; // "thread / kind" → µs per request
 const results: { name: string; n: number; split: Split }[] = [];
 for (const v of variants) {
-  const dataDir = join(tmp, v.name);
-  mkdirSync(dataDir);
-  const key = await createBenchKey(dataDir);
-  const child = await startKeyrelay({
-    dataDir,
+  const { child, target } = await startVariant(v, {
+    dataDir: join(tmp, v.name),
     upstream: `http://127.0.0.1:${upstream.port}`,
-    requestLog: v.env.KEYRELAY_REQUEST_LOG !== 'false',
-    pin: '1',
-    env: v.env,
-    nodeFlags: ['--perf-basic-prof-only-functions', ...v.flags],
+    nodeFlags: ['--perf-basic-prof-only-functions'],
   });
-  const target = keyrelayTarget(v.name, `http://127.0.0.1:${child.port}`, key);
   const load = async (ms: number): Promise<number> =>
     stream
       ? (

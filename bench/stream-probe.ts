@@ -16,8 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { compileBench } from './compile.js';
-import { buildServer, createBenchKey, ROOT, startKeyrelay } from './keyrelay.js';
-import { startBenchServer, useScriptDir } from './processes.js';
+import { buildServer, parseVariant, ROOT, startVariant } from './keyrelay.js';
+import { startBenchServer, useScriptDir, type Child } from './processes.js';
 import { BODIES, upstreamQuery, type ProviderName } from './protocol.js';
 
 const argv = process.argv.slice(2);
@@ -47,36 +47,17 @@ const upOrigin = `http://127.0.0.1:${upstream.port}`;
 const bare = await startBenchServer('bare-proxy.ts', [upOrigin, upOrigin], '1');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-probe-'));
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
-/** A column: its name, its settings (NAME=VALUE, main=DIR) and its own node flags (items starting with --). */
-const variants: [string, Record<string, string>, string[]][] = [
-  ['keyrelay', {}, []],
-  ...all('--variant').map((v): [string, Record<string, string>, string[]] => {
-    const [name, list = ''] = v.split(/:(.*)/s);
-    const items = list.split(',').filter(Boolean);
-    return [
-      name!,
-      Object.fromEntries(items.filter((e) => !e.startsWith('--')).map((e) => e.split(/=(.*)/s).slice(0, 2))),
-      items.filter((e) => e.startsWith('--')),
-    ];
-  }),
-];
-const krs: { id: string; child: Awaited<ReturnType<typeof startKeyrelay>>; key: string }[] = [];
-for (const [id, extra, flags] of variants) {
-  const dir = join(tmp, id);
-  mkdirSync(dir);
-  const key = await createBenchKey(dir);
-  const { main, ...settings } = extra;
-  const child = await startKeyrelay({
-    dataDir: dir,
+const variants = [parseVariant('keyrelay:'), ...all('--variant').map(parseVariant)];
+const krs: { id: string; child: Child; key: string }[] = [];
+for (const v of variants) {
+  const { child, key } = await startVariant(v, {
+    dataDir: join(tmp, v.name),
     upstream: upOrigin,
-    requestLog: settings.KEYRELAY_REQUEST_LOG !== 'false',
-    pin: '1',
-    build: main,
-    env: { ...env, ...settings },
-    nodeFlags: [...nodeFlags, ...flags],
-    logFile: join(ROOT, `bench/results/stream-probe-${id}.log`),
+    nodeFlags,
+    env,
+    logFile: join(ROOT, `bench/results/stream-probe-${v.name}.log`),
   });
-  krs.push({ id, child, key });
+  krs.push({ id: v.name, child, key });
 }
 
 interface Subject {
