@@ -77,6 +77,8 @@ const schema = z.object({
    * filled under load for no measured gain in its inserts (docs/performance.md, "Sixth pass").
    */
   KEYRELAY_SQLITE_CACHE_MB: int(1, 4096).default(2),
+  /** V8's allocation-site pretenuring, which `serve` turns off (src/cli/v8-policy.ts); true keeps it. */
+  KEYRELAY_V8_PRETENURING: bool.default(false),
   KEYRELAY_LOG_QUEUE_MAX: int(1).default(100_000),
   /** Body text the queue holds while the store is unavailable (characters); later rows queue without bodies. */
   KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS: int(0).default(256 * 2 ** 20),
@@ -158,6 +160,8 @@ export interface Config {
   logWriterIdleMs: number;
   /** SQLite: each connection's page cache, MB. */
   sqliteCacheMb: number;
+  /** `serve`: keep V8's allocation-site pretenuring. */
+  v8Pretenuring: boolean;
   logQueueMax: number;
   logQueueMaxBodyChars: number;
   logSearch: { enabled: boolean; bodyChars: number; scanRows: number };
@@ -228,6 +232,7 @@ export function loadConfig(
     logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
     logWriterIdleMs: e.KEYRELAY_LOG_WRITER_IDLE_MS,
     sqliteCacheMb: e.KEYRELAY_SQLITE_CACHE_MB,
+    v8Pretenuring: e.KEYRELAY_V8_PRETENURING,
     logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,
     logQueueMaxBodyChars: e.KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS,
     logSearch: {

@@ -1,5 +1,5 @@
 /** The keyrelay command, run as an operator runs it, against a fresh data directory. */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -280,5 +280,34 @@ describe('keyrelay serve output', () => {
       if (level === 'info') expect(urls).not.toContain('/favicon.svg');
       else expect(urls).toEqual(expect.arrayContaining(['/favicon.svg', '/keys']));
     }
+  }, 60_000);
+});
+
+describe('keyrelay serve and V8', () => {
+  /**
+   * What serve asks of V8, seen from inside its process: a preload wraps node:v8's setFlagsFromString.
+   * What turning pretenuring off does to a proxy's GC is measured by the bench (src/cli/v8-policy.ts).
+   */
+  it('turns allocation-site pretenuring off, and KEYRELAY_V8_PRETENURING=true keeps it', async () => {
+    const preload = join(dataDir, 'v8-flags.cjs');
+    writeFileSync(
+      preload,
+      `const v8 = require('node:v8');
+const set = v8.setFlagsFromString;
+v8.setFlagsFromString = (flags) => { process.stderr.write('v8 flags: ' + flags + '\\n'); return set(flags); };
+require('node:module').syncBuiltinESMExports();
+`,
+    );
+    const flagsSet = async (extra: Record<string, string>): Promise<string[]> => {
+      const kr = await startServeProcess({ ...env, ...extra, NODE_OPTIONS: `--require ${preload}` });
+      kr.child.kill('SIGTERM');
+      expect(await kr.exited, kr.output()).toBe(0);
+      return [...kr.output().matchAll(/^v8 flags: (.*)$/gm)].map((m) => m[1]!);
+    };
+    const shipped = await flagsSet({});
+    expect(shipped).toContain('--no-allocation-site-pretenuring');
+    const kept = await flagsSet({ KEYRELAY_V8_PRETENURING: 'true' });
+    expect(kept).toContain('--allocation-site-pretenuring');
+    expect(kept).not.toContain('--no-allocation-site-pretenuring');
   }, 60_000);
 });

@@ -3,9 +3,11 @@ import { resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { isPretty } from '../logger.js';
 import { startIdleReclaim } from './memory.js';
+import { applyV8Policy } from './v8-policy.js';
 import { startServer } from '../server.js';
 
 export async function serve(config: Readonly<Config>): Promise<number> {
+  applyV8Policy({ pretenuring: config.v8Pretenuring });
   const server = await startServer(config);
   const reclaim = startIdleReclaim({
     onCollect: (reason, ms, trimmed) => server.app.log.debug({ reason, ms, trimmed }, 'idle memory reclaim'),
