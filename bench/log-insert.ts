@@ -7,16 +7,26 @@
  *   npx tsx bench/log-insert.ts [rows] [runs]      (default 20000 rows, 5 runs)
  *
  * KEYRELAY_LOG_SEARCH_BODY_CHARS sets the index's body limit as keyrelay would (default 8192).
+ *
+ *   npx tsx bench/log-insert.ts --indexes [rows] [runs]
+ *
+ * instead: what each of the table's secondary indexes and the full-text index cost a row of the bench's
+ * non-streaming request, each dropped in turn, then all of them: the floor of a row's
+ * cost in this table (docs/performance.md, "Eleventh pass").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestLogRow } from '../src/types.js';
+import { openSqlite } from '../src/store/sqlite/db.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
 import { makeLogRow } from '../test/helpers/log-rows.js';
+import { BODIES } from './protocol.js';
 
-const ROWS = Number(process.argv[2] ?? 20_000);
-const RUNS = Number(process.argv[3] ?? 5);
+const indexes = process.argv.includes('--indexes');
+const [rowsArg, runsArg] = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const ROWS = Number(rowsArg ?? 20_000);
+const RUNS = Number(runsArg ?? 5);
 const BATCH = Number(process.env.KEYRELAY_LOG_BATCH_SIZE ?? 500);
 const BODY_CHARS = Number(process.env.KEYRELAY_LOG_SEARCH_BODY_CHARS ?? 8192);
 const WORDS = (
@@ -60,11 +70,17 @@ function row(i: number, reqWords: number, chunkCount: number, frames: boolean): 
   });
 }
 
-async function once(rows: RequestLogRow[], search: boolean): Promise<number> {
+async function once(rows: RequestLogRow[], search: boolean, drop: string[] = []): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'keyrelay-log-insert-'));
-  const store = new SqliteLogStore(join(dir, 'requests.db'), { search, searchBodyChars: BODY_CHARS });
+  const file = join(dir, 'requests.db');
+  const migrating = new SqliteLogStore(file, { search, searchBodyChars: BODY_CHARS });
+  await migrating.migrate();
+  await migrating.close();
+  const db = openSqlite(file);
+  for (const index of drop) db.exec(`DROP INDEX ${index}`);
+  db.close();
+  const store = new SqliteLogStore(file, { search, searchBodyChars: BODY_CHARS });
   try {
-    await store.migrate();
     const t = process.cpuUsage();
     for (let i = 0; i < rows.length; i += BATCH) await store.insertBatch(rows.slice(i, i + BATCH));
     const u = process.cpuUsage(t);
@@ -76,6 +92,49 @@ async function once(rows: RequestLogRow[], search: boolean): Promise<number> {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** The bench's non-streaming chat completion as the log keeps it (its request; bench/upstream.ts's answer). */
+function plainRow(i: number): RequestLogRow {
+  return makeLogRow({
+    at: Date.parse('2026-01-01T00:00:00.000Z') + i,
+    account_id: `acct-${i % 7}`,
+    stream: false,
+    request_body: BODIES.openai.plain,
+    response_body:
+      `{"id":"chatcmpl-bench","object":"chat.completion","created":1764000000,"model":"gpt-4o-mini",` +
+      `"choices":[{"index":0,"message":{"role":"assistant","content":"Hello! How can I help you today?",` +
+      `"refusal":null},"logprobs":null,"finish_reason":"stop"}],` +
+      `"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}}`,
+    response_search_text: null,
+  });
+}
+
+if (indexes) {
+  const SECONDARY = [
+    'requests_account_id',
+    'requests_account_created',
+    'requests_key',
+    'requests_created',
+    'requests_with_body',
+  ];
+  const rows = Array.from({ length: ROWS }, (_, i) => plainRow(i));
+  const cases: [string, boolean, string[]][] = [
+    ['as shipped (5 secondary indexes, full-text index)', true, []],
+    ...SECONDARY.map((x): [string, boolean, string[]] => [`without ${x}`, true, [x]]),
+    ['without the full-text index', false, []],
+    ['without any of them (the row and its id alone)', false, SECONDARY],
+  ];
+  const results = cases.map((): number[] => []);
+  for (let r = 0; r < RUNS; r++)
+    for (const [k, [, search, drop]] of cases.entries()) results[k]!.push(await once(rows, search, drop));
+  const shipped = median(results[0]!);
+  for (const [k, [label]] of cases.entries()) {
+    const m = median(results[k]!);
+    const delta = k === 0 ? '' : `  (${(m - shipped).toFixed(1)})`;
+    console.log(`${label.padEnd(52)} ${m.toFixed(1)} µs/row${delta}`);
+  }
+  process.exit(0);
+}
 
 for (const [label, words, chunkCount] of [
   ['tiny request, 3-chunk stream', 4, 3],
