@@ -37,6 +37,11 @@ export interface RunningServer {
   port: number;
   /** Graceful stop; resolves when everything is flushed and closed. */
   stop(): Promise<void>;
+  /**
+   * Requests in flight (proxied exchanges until their log rows are queued, streams included; open
+   * WebSockets) and HTTP requests and upgrades received so far.
+   */
+  traffic: () => { inFlight: number; arrived: number };
   /** The live services, for the CLI-less paths of tests and tools. */
   services: {
     configStore: ConfigStore;
@@ -179,6 +184,9 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   });
   // WebSockets under /api/proxy (src/proxy/websocket/), on the same services as the HTTP proxy.
   sockets = attachWebSocketProxy(app.server, services, shutdown);
+  let arrived = 0;
+  const arrive = () => void arrived++;
+  app.server.on('request', arrive).on('upgrade', arrive);
   bus.subscribe((e) => sockets?.onKeyEvent(e));
   const retention = startRetention(logStore, config, (err) => warn(err, 'retention prune failed'));
 
@@ -234,6 +242,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     port,
     url: `http://${shownHost}:${port}`,
     stop,
+    traffic: () => ({ inFlight: active.size + (sockets?.openSockets ?? 0), arrived }),
     services: { configStore, logStore, bus, queue, keys, lastUsed, limits, metrics },
   };
 }

@@ -139,4 +139,48 @@ describe('the quiet spell', () => {
       grown = null;
     }
   }, 20_000);
+
+  it('judges quiet by the server’s requests when told them: in flight or arrived, not the event loop', async () => {
+    // 1,000 slow streams keep the event loop nearly idle, and V8's incremental marking (reported by no 'gc'
+    // entry) can keep it busy with no request at all: neither may decide when the process is idle.
+    let inFlight = 1;
+    let arrived = 0;
+    const collections: { reason: string; at: number }[] = [];
+    const t0 = performance.now();
+    const busyLoop = setInterval(() => {
+      const until = performance.now() + 60; // 60 % of every 100 ms: far over the utilisation bar
+      while (performance.now() < until);
+    }, 100);
+    const reclaim = startIdleReclaim({
+      everyMs: 200,
+      idleMs: 1000,
+      minGrowthBytes: Number.NEGATIVE_INFINITY, // collect at the end of a spell whatever RSS did
+      traffic: () => ({ inFlight, arrived }),
+      onCollect: (reason) => collections.push({ reason, at: performance.now() - t0 }),
+    });
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const spell = () => collections.filter((c) => c.reason !== 'start');
+    try {
+      await sleep(2000); // a request in flight for two quiet spells
+      const whileInFlight = spell().length;
+      inFlight = 0;
+      let lastAt = 0;
+      for (let i = 0; i < 10; i++) {
+        arrived++; // short requests arriving, each done by the next tick
+        lastAt = performance.now() - t0;
+        await sleep(200);
+      }
+      const whileArriving = spell().length;
+      for (let waited = 0; waited < 6000 && spell().length === 0; waited += 100) await sleep(100);
+      const seen = JSON.stringify({ collections, lastAt });
+      expect(whileInFlight, seen).toBe(0);
+      expect(whileArriving, seen).toBe(0);
+      expect(spell().length, seen).toBe(1);
+      // A whole quiet spell (5 ticks) after the last request, busy event loop or not.
+      expect(spell()[0]!.at, seen).toBeGreaterThan(lastAt + 900);
+    } finally {
+      clearInterval(busyLoop);
+      reclaim.stop();
+    }
+  }, 20_000);
 });

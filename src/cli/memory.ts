@@ -65,7 +65,7 @@ export function exposeGc(): Gc {
 }
 
 export interface IdleReclaimOptions {
-  /** How often the event loop's utilisation is sampled. */
+  /** How often the process is checked for traffic (the event loop's utilisation, or `traffic`). */
   everyMs?: number;
   /**
    * A sample under this utilisation is a quiet one. 10 %: V8's own memory reducer takes ~65 ms some seconds
@@ -82,6 +82,16 @@ export interface IdleReclaimOptions {
    * 16 MB bar left that in place for good. One collection after a quiet spell costs ~45 ms of an idle loop.
    */
   minGrowthBytes?: number;
+  /**
+   * The server's requests: how many are in flight (proxied exchanges, streams included, and open
+   * WebSockets) and how many have arrived so far. When given, a tick is quiet when none is in flight and
+   * none arrived since the tick before; the event loop's utilisation is not consulted. V8's incremental
+   * marking runs in tasks on the event loop that no 'gc' entry reports: the memory reducer's, ~28 s into a
+   * pause after 1,000 streams, made two ticks 86–96 ms busy (20 ms of it reported), and on a slower machine
+   * that restarted the spell, so the bench read RSS 51 MB over idle 44 s after its load with the last
+   * reclaim 5 minutes old. Open streams are traffic however little they keep the loop busy.
+   */
+  traffic?: () => { inFlight: number; arrived: number };
   /**
    * Told of each collection: why (memory grew, or only the young generation is large), how long it took
    * (with the trim), and what the C heap's trim did (`trimmed`: true/false; null: no trim here).
@@ -125,6 +135,13 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   let quietFor = 0;
   let checked = false;
   let last = performance.eventLoopUtilization();
+  let arrived = opts.traffic?.().arrived ?? 0;
+  const trafficSince = (): boolean => {
+    const now = opts.traffic!();
+    const busy = now.inFlight > 0 || now.arrived !== arrived;
+    arrived = now.arrived;
+    return busy;
+  };
   // Nor do V8's: its memory reducer collects a pause's garbage by itself some seconds in, 50–200 ms after a
   // burst on a shared core. Counted as traffic, it restarted the quiet spell: the reclaim ran ~60 s after
   // the burst instead of 30 (bench/memory-probe.ts --pin 1 --streams 10, debug log). Node reports a
@@ -155,7 +172,7 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
       const gc = v8Gcs.shift()!;
       if (gc.start >= judged.from) v8Ms += gc.ms;
     }
-    if (judged.busyMs - v8Ms > quiet * judged.totalMs) {
+    if (opts.traffic ? trafficSince() : judged.busyMs - v8Ms > quiet * judged.totalMs) {
       quietFor = 0;
       checked = false;
       return;

@@ -10,6 +10,7 @@ export async function serve(config: Readonly<Config>): Promise<number> {
   applyV8Policy({ pretenuring: config.v8Pretenuring });
   const server = await startServer(config);
   const reclaim = startIdleReclaim({
+    traffic: server.traffic,
     onCollect: (reason, ms, trimmed) => server.app.log.debug({ reason, ms, trimmed }, 'idle memory reclaim'),
   });
   let signals = 0;
