@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newId } from './ids.js';
+import { idFloor, newId, newTimedId } from './ids.js';
 
 const CROCKFORD = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -26,5 +26,27 @@ describe('newId', () => {
     const copy = `${a}`;
     newId(2);
     expect(a).toBe(copy);
+  });
+});
+
+describe('newTimedId and idFloor', () => {
+  it('gives an id and an ISO time of the same millisecond', () => {
+    for (let i = 0; i < 200; i++) {
+      const { id, at } = newTimedId();
+      expect(id >= idFloor(Date.parse(at)) && id < idFloor(Date.parse(at) + 1)).toBe(true);
+    }
+  });
+
+  it('bounds every id of a millisecond: at or above its floor, below the next one', () => {
+    const t = 1_764_000_000_123;
+    const floor = idFloor(t);
+    expect(floor).toBe(`${newId(t).slice(0, 10)}0000000000000000`);
+    for (let i = 0; i < 1000; i++) {
+      const id = newId(t);
+      expect(id >= floor && id < idFloor(t + 1)).toBe(true);
+      expect(newId(t - 1) < floor).toBe(true);
+    }
+    expect(idFloor(-5)).toBe('0'.repeat(26));
+    expect(idFloor(2 ** 50)).toBe(`7ZZZZZZZZZ${'0'.repeat(16)}`);
   });
 });

@@ -23,12 +23,16 @@ function random10(): Buffer {
 const OUT = Buffer.alloc(26);
 const ALPHABET = Buffer.from(CROCKFORD, 'latin1');
 
-export function newId(now = Date.now()): string {
-  let t = now;
+function writeTime(ms: number): void {
+  let t = ms;
   for (let i = 9; i >= 0; i--) {
     OUT[i] = ALPHABET[t % 32]!;
     t = Math.floor(t / 32);
   }
+}
+
+export function newId(now = Date.now()): string {
+  writeTime(now);
   const rnd = random10();
   // 80 bits → 16 base32 chars, 5 bits at a time.
   let acc = 0;
@@ -43,4 +47,19 @@ export function newId(now = Date.now()): string {
     }
   }
   return OUT.toString('latin1', 0, 26);
+}
+
+/**
+ * A new id and its time as ISO-8601, from one clock reading: a log row's `created_at` is its id's time to
+ * the millisecond, so the log can find rows by time through its id index (store/log-query.ts).
+ */
+export function newTimedId(): { id: string; at: string } {
+  const now = Date.now();
+  return { id: newId(now), at: new Date(now).toISOString() };
+}
+
+/** The smallest id newId makes at `ms` (clamped to what 48 bits hold): ids made at `ms` or later sort at or above it. */
+export function idFloor(ms: number): string {
+  writeTime(Math.min(Math.max(0, Math.floor(ms)), 2 ** 48 - 1));
+  return OUT.toString('latin1', 0, 10) + '0000000000000000';
 }

@@ -5,7 +5,7 @@ import { parseRequestInfo } from '../usage/request-info.js';
 import { newExchange, toLogRow, type RowSettings } from './exchange.js';
 
 function row(body: Buffer, bodyLogBytes: number) {
-  const ex = newExchange('r1', 0, '127.0.0.1');
+  const ex = newExchange({ id: 'r1', at: '2026-03-01T10:00:00.000Z' }, 0, '127.0.0.1');
   ex.provider = 'openai';
   ex.path = '/v1/chat/completions';
   ex.key = { id: 'k1', account_id: 'a1' } as KeyRecord;

@@ -49,13 +49,20 @@ export interface Exchange {
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const NO_BODY = Object.freeze({ text: null, truncated: false });
 
-/** `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one). */
-export function newExchange(id: string, startedAt: number, socketAddress?: string): Exchange {
+/**
+ * `id` and `createdAt` come from one clock reading (ids.ts `newTimedId`): the log finds rows by time through
+ * their ids. `socketAddress`: the caller's address, taken at arrival (a socket cut mid-stream no longer has one).
+ */
+export function newExchange(
+  stamp: { id: string; at: string },
+  startedAt: number,
+  socketAddress?: string,
+): Exchange {
   return {
-    id,
+    id: stamp.id,
     socketAddress: socketAddress ?? null,
     startedAt,
-    createdAt: new Date().toISOString(),
+    createdAt: stamp.at,
     provider: null,
     path: '',
     key: null,

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { ProxyError } from '../errors.js';
-import { newId } from '../ids.js';
+import { newTimedId } from '../ids.js';
 import { injectStreamUsage, parseRequestInfo } from '../usage/index.js';
 import { failInternally, finish, refuse } from './answer.js';
 import { readBody } from './body.js';
@@ -26,7 +26,7 @@ export function createProxyHandler(
   shutdown: Shutdown,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    const ex = newExchange(newId(), performance.now(), req.socket.remoteAddress);
+    const ex = newExchange(newTimedId(), performance.now(), req.socket.remoteAddress);
     const done = run(s, shutdown, ex, req, res);
     ex.running = done;
     shutdown.active.add(done);

@@ -2,6 +2,7 @@
  * What both log stores share: the column list, the filter → WHERE translation, the opaque cursor and the
  * percentile definition (PostgreSQL's percentile_cont, so both backends report the same numbers).
  */
+import { idFloor } from '../ids.js';
 import type { RequestLogRow } from '../types.js';
 import { InvalidFilterError } from './errors.js';
 import type { RequestFilter, UsageBreakdownRow, UsagePoint } from './types.js';
@@ -127,8 +128,16 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   eq('end_user', f.end_user);
   eq('session', f.session);
   eq('connection_id', f.connection_id);
-  if (f.from !== undefined) parts.push(`created_at >= ${d.bind(toFilterTime(f.from))}`);
-  if (f.to !== undefined) parts.push(`created_at < ${d.bind(toFilterTime(f.to))}`);
+  if (f.from !== undefined) {
+    const from = toFilterMs(f.from);
+    parts.push(`id >= ${d.bind(idFloor(from - ID_TIME_SLACK_MS))}`);
+    parts.push(`created_at >= ${d.bind(new Date(from).toISOString())}`);
+  }
+  if (f.to !== undefined) {
+    const to = toFilterMs(f.to);
+    parts.push(`id < ${d.bind(idFloor(to + ID_TIME_SLACK_MS))}`);
+    parts.push(`created_at < ${d.bind(new Date(to).toISOString())}`);
+  }
   if (f.property) parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));
   if (f.search !== undefined) {
     const words = searchWords(f.search);
@@ -137,10 +146,24 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   return parts.join(' AND ');
 }
 
-function toFilterTime(value: string): string {
+function toFilterMs(value: string): number {
   const t = Date.parse(value);
   if (Number.isNaN(t)) throw new InvalidFilterError('invalid_time', `Not an ISO-8601 time: ${value}`);
-  return new Date(t).toISOString();
+  return t;
+}
+
+/**
+ * The log has no index on created_at: a row's id starts with its time (ids.ts), so time ranges are id ranges
+ * on the (account_id, id) index and retention walks the primary key. A row keyrelay writes now has the same
+ * millisecond in both (`newTimedId`); rows written before that took the two readings a moment apart (id
+ * first, in consecutive statements). The id range is widened by this much each way and created_at decides,
+ * so a range stays exact for any row whose two times are less than a minute apart.
+ */
+export const ID_TIME_SLACK_MS = 60_000;
+
+/** The id bound below which every row created before `before` lies (retention, body pruning). */
+export function idsBefore(before: string): string {
+  return idFloor(Date.parse(before) + ID_TIME_SLACK_MS);
 }
 
 /** The cursor is the last id of the page; base64url keeps it opaque to clients. */

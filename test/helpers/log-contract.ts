@@ -544,6 +544,42 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.prune(new Date(old + 5 * HOUR).toISOString())).toEqual({ deleted: 0 });
       expect(await log.prune(new Date(old + 12 * HOUR).toISOString())).toEqual({ deleted: 7 });
     });
+
+    // Time ranges and retention go by id (ids start with their time): a row's created_at decides to the
+    // millisecond, also for rows written before id and created_at came from one clock reading, whose id was
+    // made a moment earlier.
+    it('finds and prunes by created_at to the millisecond, also rows whose id is older than created_at', async () => {
+      const from = Date.parse('1999-06-01T10:00:00.000Z');
+      const to = from + HOUR;
+      const lagging = (idAt: number, createdAt: number) =>
+        makeLogRow({ account_id: acct, id: newId(idAt), created_at: new Date(createdAt).toISOString() });
+      const rows = {
+        justBefore: makeLogRow({ account_id: acct, at: from - 1 }),
+        atFrom: makeLogRow({ account_id: acct, at: from }),
+        laggingIn: lagging(from - 2_000, from + 500),
+        laggingBefore: lagging(from - 30_000, from - 1),
+        lastIn: makeLogRow({ account_id: acct, at: to - 1 }),
+        laggingOut: lagging(to - 1_000, to + 10),
+        atTo: makeLogRow({ account_id: acct, at: to }),
+      };
+      await log.insertBatch(Object.values(rows));
+      const range = { account_id: acct, from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+      const inRange = ids([rows.atFrom, rows.laggingIn, rows.lastIn]).sort();
+      expect(ids((await log.listRequests(range, { limit: 50 })).items).sort()).toEqual(inRange);
+      const [byProvider] = await log.usageBreakdown(range, 'provider');
+      expect(byProvider?.requests).toBe(3);
+      const series = await log.usageSeries({ account_id: acct, from: range.from }, 'hour');
+      expect(series.map((p) => [p.bucket, p.requests])).toEqual([
+        ['1999-06-01T10:00:00.000Z', 3],
+        ['1999-06-01T11:00:00.000Z', 2],
+      ]);
+
+      // Retention: everything created before `to`, lagging ids included, and nothing created at or after it.
+      expect(await log.prune(new Date(to).toISOString())).toEqual({ deleted: 5 });
+      const left = await log.listRequests({ account_id: acct }, { limit: 50 });
+      expect(ids(left.items).sort()).toEqual(ids([rows.laggingOut, rows.atTo]).sort());
+      expect(await log.prune(new Date(to + MIN).toISOString())).toEqual({ deleted: 2 });
+    });
   });
 
   describeLogSearchContract(ctx);

@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream';
 import { Gauge } from 'prom-client';
 import WebSocket, { WebSocketServer } from 'ws';
 import { ProxyError } from '../../errors.js';
-import { newId } from '../../ids.js';
+import { newTimedId } from '../../ids.js';
 import type { KeyEvent } from '../../keys/events.js';
 import type { Hold } from '../../limits/limiter.js';
 import type { Provider, RequestLogRow } from '../../types.js';
@@ -99,9 +99,8 @@ export function attachWebSocketProxy(
   });
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const id = newId();
+    const { id, at: createdAt } = newTimedId();
     const startedAt = performance.now();
-    const createdAt = new Date().toISOString();
     const target = resolveTarget(req.url ?? '');
     if (!target.ok) {
       const code = target.reason === 'unknown_provider' ? 'proxy_unknown_provider' : 'proxy_bad_request';

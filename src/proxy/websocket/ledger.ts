@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { newId } from '../../ids.js';
+import { newTimedId } from '../../ids.js';
 import type { Hold } from '../../limits/limiter.js';
 import type { Outcome, Provider, RequestLogRow } from '../../types.js';
 import type { KeyRecord } from '../../store/types.js';
@@ -73,9 +73,10 @@ export class SocketLedger {
   /** A response.create the caller sent (already admitted by the limits). */
   onCreate(event: Record<string, unknown>, bytes: number, hold: Hold | null = null): void {
     const now = performance.now();
+    const { id, at } = newTimedId();
     this.pending.push({
-      id: newId(),
-      createdAt: new Date().toISOString(),
+      id,
+      createdAt: at,
       startedAt: now,
       payload: this.forLog(event),
       payloadBytes: bytes,
@@ -205,9 +206,10 @@ export class SocketLedger {
   }
 
   private newPending(now: number, model: string | null): Pending {
+    const { id, at } = newTimedId();
     return {
-      id: newId(),
-      createdAt: new Date().toISOString(),
+      id,
+      createdAt: at,
       startedAt: now,
       payload: null,
       payloadBytes: 0,
@@ -238,8 +240,7 @@ export class SocketLedger {
     r: { status: number; outcome: Outcome; errorCode: string | null; usage: Usage; body: string | null },
   ): void {
     const f = this.facts;
-    const ex = newExchange(p.id, p.startedAt);
-    ex.createdAt = p.createdAt;
+    const ex = newExchange({ id: p.id, at: p.createdAt }, p.startedAt);
     ex.provider = f.provider;
     ex.path = f.path;
     ex.key = f.key;
@@ -288,8 +289,7 @@ export class SocketLedger {
     responseBody?: string | null;
   }): RequestLogRow {
     const f = this.facts;
-    const ex = newExchange(f.id, f.startedAt);
-    ex.createdAt = f.createdAt;
+    const ex = newExchange({ id: f.id, at: f.createdAt }, f.startedAt);
     ex.provider = f.provider;
     ex.path = f.path;
     ex.key = f.key;

@@ -19,6 +19,7 @@ import {
   decodeCursor,
   encodeEach,
   encodeCursor,
+  idsBefore,
   sortBreakdown,
   toUsageNumbers,
   type AggregateRow,
@@ -339,9 +340,11 @@ export class PgLogStore implements LogStore {
     let deleted = 0;
     let n: number;
     do {
+      // Oldest first, along the primary key: ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
       const res = await this.pool.query(
-        'DELETE FROM requests WHERE id IN (SELECT id FROM requests WHERE created_at < $1 LIMIT $2)',
-        [toIso(before), PRUNE_CHUNK],
+        `DELETE FROM requests WHERE id IN (
+           SELECT id FROM requests WHERE id < $1 AND created_at < $2 ORDER BY id LIMIT $3)`,
+        [idsBefore(before), toIso(before), PRUNE_CHUNK],
       );
       n = res.rowCount ?? 0;
       deleted += n;

@@ -17,6 +17,7 @@ import {
   decodeCursor,
   encodeEach,
   encodeCursor,
+  idsBefore,
   percentileCont,
   scanSearchSql,
   searchWords,
@@ -360,14 +361,16 @@ export class SqliteLogStore implements LogStore {
   }
 
   async prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }> {
-    // Small chunks, each its own transaction, so the log writer is never blocked for long.
-    const del = this.stmt<[string, number]>(
-      'DELETE FROM requests WHERE rowid IN (SELECT rowid FROM requests WHERE created_at < ? LIMIT ?)',
+    // Small chunks, each its own transaction, so the log writer is never blocked for long. Oldest first,
+    // along the primary key: ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
+    const del = this.stmt<[string, string, number]>(
+      `DELETE FROM requests WHERE rowid IN (
+         SELECT rowid FROM requests WHERE id < ? AND created_at < ? ORDER BY id LIMIT ?)`,
     );
     let deleted = 0;
     let n: number;
     do {
-      n = del.run(toIso(before), PRUNE_CHUNK).changes;
+      n = del.run(idsBefore(before), toIso(before), PRUNE_CHUNK).changes;
       deleted += n;
     } while (n === PRUNE_CHUNK);
     if (bodiesBefore !== undefined) {
