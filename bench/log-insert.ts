@@ -110,7 +110,7 @@ function plainRow(i: number): RequestLogRow {
 }
 
 if (indexes) {
-  const SECONDARY = ['requests_account_id', 'requests_key', 'requests_with_body'];
+  const SECONDARY = ['requests_account_id', 'requests_key_id', 'requests_with_body'];
   const rows = Array.from({ length: ROWS }, (_, i) => plainRow(i));
   const cases: [string, boolean, string[]][] = [
     ['as shipped (3 secondary indexes, full-text index)', true, []],

@@ -125,12 +125,16 @@ describe('log migration 7 (time ranges by id) keeps every row', () => {
     const left = await indexes();
     expect(left).not.toContain('requests_account_created');
     expect(left).not.toContain('requests_created');
+    expect(left).not.toContain('requests_key');
     expect(left).toEqual(
-      expect.arrayContaining(['requests_account_id', 'requests_key', 'requests_with_body']),
+      expect.arrayContaining(['requests_account_id', 'requests_key_id', 'requests_with_body']),
     );
     expect(await log.count()).toBe(rows.length);
     expect((await log.listRequests(day2, { limit: 50 })).items.map((r) => r.id)).toEqual(day2Ids);
     expect((await log.usageBreakdown(day2, 'provider'))[0]?.requests).toBe(12);
+    // From the 25th row's created_at on, whose id was taken a millisecond before it: 24 rows.
+    const spent = await log.spendSince('key-1', rows[24]!.created_at);
+    expect(spent).toBeCloseTo(24 * rows[0]!.cost_usd!, 12);
     expect(await log.prune(new Date(T0 + 24 * HOUR).toISOString())).toEqual({ deleted: 24 });
   }
 
@@ -174,6 +178,15 @@ describe('log migration 7 (time ranges by id) keeps every row', () => {
     expect(plan).toEqual([
       'SEARCH requests USING INDEX requests_account_id (account_id=? AND id>? AND id<?)',
     ]);
+    // A budget's spend reads its period through (key_id, id), not the key's whole history.
+    const spendPlan = db
+      .prepare<[], { detail: string }>(
+        'EXPLAIN QUERY PLAN SELECT COALESCE(SUM(cost_usd), 0) AS s FROM requests ' +
+          "WHERE key_id = 'k' AND id >= 'X' AND created_at >= 'Y'",
+      )
+      .all()
+      .map((r) => r.detail);
+    expect(spendPlan).toEqual(['SEARCH requests USING INDEX requests_key_id (key_id=? AND id>?)']);
     db.close();
   });
 

@@ -161,9 +161,14 @@ function toFilterMs(value: string): number {
  */
 export const ID_TIME_SLACK_MS = 60_000;
 
-/** The id bound below which every row created before `before` lies (retention, body pruning). */
+/** The id bound below which every row created before `before` lies (retention). */
 export function idsBefore(before: string): string {
   return idFloor(Date.parse(before) + ID_TIME_SLACK_MS);
+}
+
+/** The id bound at or above which every row created at or after `since` lies (a budget's spend). */
+export function idsFrom(since: string): string {
+  return idFloor(Date.parse(since) - ID_TIME_SLACK_MS);
 }
 
 /** The cursor is the last id of the page; base64url keeps it opaque to clients. */

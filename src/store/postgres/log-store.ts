@@ -20,6 +20,7 @@ import {
   encodeEach,
   encodeCursor,
   idsBefore,
+  idsFrom,
   sortBreakdown,
   toUsageNumbers,
   type AggregateRow,
@@ -370,8 +371,10 @@ export class PgLogStore implements LogStore {
 
   async spendSince(keyId: string, since: string): Promise<number> {
     const { rows } = await this.pool.query<{ s: number }>(
-      'SELECT COALESCE(SUM(cost_usd), 0)::double precision AS s FROM requests WHERE key_id = $1 AND created_at >= $2',
-      [keyId, toIso(since)],
+      // The period alone, through (key_id, id): ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
+      `SELECT COALESCE(SUM(cost_usd), 0)::double precision AS s FROM requests
+       WHERE key_id = $1 AND id >= $2 AND created_at >= $3`,
+      [keyId, idsFrom(since), toIso(since)],
     );
     return rows[0]!.s;
   }

@@ -18,6 +18,7 @@ import {
   encodeEach,
   encodeCursor,
   idsBefore,
+  idsFrom,
   percentileCont,
   scanSearchSql,
   searchWords,
@@ -389,9 +390,10 @@ export class SqliteLogStore implements LogStore {
   }
 
   async spendSince(keyId: string, since: string): Promise<number> {
-    return this.stmt<[string, string], { s: number }>(
-      'SELECT COALESCE(SUM(cost_usd), 0) AS s FROM requests WHERE key_id = ? AND created_at >= ?',
-    ).get(keyId, toIso(since))!.s;
+    // The period alone, through (key_id, id): ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
+    return this.stmt<[string, string, string], { s: number }>(
+      'SELECT COALESCE(SUM(cost_usd), 0) AS s FROM requests WHERE key_id = ? AND id >= ? AND created_at >= ?',
+    ).get(keyId, idsFrom(since), toIso(since))!.s;
   }
 
   private dialect(params: (string | number)[]) {
