@@ -129,14 +129,12 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   eq('session', f.session);
   eq('connection_id', f.connection_id);
   if (f.from !== undefined) {
-    const from = toFilterMs(f.from);
-    parts.push(`id >= ${d.bind(idFloor(from - ID_TIME_SLACK_MS))}`);
-    parts.push(`created_at >= ${d.bind(new Date(from).toISOString())}`);
+    const from = toFilterTime(f.from);
+    parts.push(`id >= ${d.bind(idsFrom(from))}`, `created_at >= ${d.bind(from)}`);
   }
   if (f.to !== undefined) {
-    const to = toFilterMs(f.to);
-    parts.push(`id < ${d.bind(idFloor(to + ID_TIME_SLACK_MS))}`);
-    parts.push(`created_at < ${d.bind(new Date(to).toISOString())}`);
+    const to = toFilterTime(f.to);
+    parts.push(`id < ${d.bind(idsBefore(to))}`, `created_at < ${d.bind(to)}`);
   }
   if (f.property) parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));
   if (f.search !== undefined) {
@@ -146,10 +144,10 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
   return parts.join(' AND ');
 }
 
-function toFilterMs(value: string): number {
+function toFilterTime(value: string): string {
   const t = Date.parse(value);
   if (Number.isNaN(t)) throw new InvalidFilterError('invalid_time', `Not an ISO-8601 time: ${value}`);
-  return t;
+  return new Date(t).toISOString();
 }
 
 /**
@@ -161,12 +159,12 @@ function toFilterMs(value: string): number {
  */
 export const ID_TIME_SLACK_MS = 60_000;
 
-/** The id bound below which every row created before `before` lies (retention). */
+/** The id bound below which every row created before `before` lies (time filters' `to`, retention). */
 export function idsBefore(before: string): string {
   return idFloor(Date.parse(before) + ID_TIME_SLACK_MS);
 }
 
-/** The id bound at or above which every row created at or after `since` lies (a budget's spend). */
+/** The id bound at or above which every row created at or after `since` lies (`from`, a budget's spend). */
 export function idsFrom(since: string): string {
   return idFloor(Date.parse(since) - ID_TIME_SLACK_MS);
 }
