@@ -39,12 +39,12 @@ const cases: [string, () => Worker][] = [
   [
     'log writer worker, empty batch written',
     () => {
-      const w = new Worker(new URL(`file://${join(ROOT, 'dist/src/store/sqlite/log-writer-worker.js')}`), {
-        workerData: { path: join(dir, 'requests.db') },
+      const w = new Worker(new URL(`file://${join(ROOT, 'dist/src/store/sqlite/log-store-worker.js')}`), {
+        workerData: { path: join(dir, 'requests.db'), options: {} },
         resourceLimits: limits,
         execArgv,
       });
-      w.postMessage({ id: 1, rows: [], rejected: 0 });
+      w.postMessage({ id: 1, method: 'insertEncoded', args: [[], 0] });
       return w;
     },
   ],

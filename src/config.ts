@@ -8,6 +8,12 @@ import type { GuardLimits } from './http-guard.js';
 /** KEYRELAY_LOG_BATCH_BODY_CHARS' default (8 Mi characters); also the SQLite writer's when it is given none. */
 export const DEFAULT_LOG_BATCH_BODY_CHARS = 8 * 2 ** 20;
 
+/**
+ * KEYRELAY_LOG_READER_IDLE_MS' default. The SQLite log's query thread is started by the console, a budget's
+ * first check on a key and the hourly prune; a start costs ~30 ms of CPU, an idle thread several MB.
+ */
+export const DEFAULT_LOG_READER_IDLE_MS = 30_000;
+
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
@@ -71,6 +77,7 @@ const schema = z.object({
   KEYRELAY_LOG_BATCH_BODY_CHARS: int(1).default(DEFAULT_LOG_BATCH_BODY_CHARS),
   KEYRELAY_LOG_FLUSH_MS: int(1).default(100),
   KEYRELAY_LOG_WRITER_IDLE_MS: int(100).default(600_000),
+  KEYRELAY_LOG_READER_IDLE_MS: int(100).default(DEFAULT_LOG_READER_IDLE_MS),
   /**
    * SQLite's page cache, per connection (the log writer's, the console's reads, the config store's). 2 MB is
    * SQLite's own default and node:sqlite's; better-sqlite3 (Node 20) is built with 16 MB, which the writer
@@ -158,6 +165,8 @@ export interface Config {
   logFlushMs: number;
   /** SQLite: how long the log writer's thread outlives its last write. */
   logWriterIdleMs: number;
+  /** SQLite: how long the thread the log is queried on outlives its last query. */
+  logReaderIdleMs: number;
   /** SQLite: each connection's page cache, MB. */
   sqliteCacheMb: number;
   /** `serve`: keep V8's allocation-site pretenuring. */
@@ -231,6 +240,7 @@ export function loadConfig(
     logBatchBodyChars: e.KEYRELAY_LOG_BATCH_BODY_CHARS,
     logFlushMs: e.KEYRELAY_LOG_FLUSH_MS,
     logWriterIdleMs: e.KEYRELAY_LOG_WRITER_IDLE_MS,
+    logReaderIdleMs: e.KEYRELAY_LOG_READER_IDLE_MS,
     sqliteCacheMb: e.KEYRELAY_SQLITE_CACHE_MB,
     v8Pretenuring: e.KEYRELAY_V8_PRETENURING,
     logQueueMax: e.KEYRELAY_LOG_QUEUE_MAX,

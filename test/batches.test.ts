@@ -91,6 +91,17 @@ describe('batches through the official SDKs', () => {
       page.items.map(async (r) => (await h.kr.services.logStore.getRequest(user.accountId, r.id))!),
     );
   };
+  /**
+   * The rows, once those of `ids` are in. A results download's row is queued after the batch ledger has
+   * answered, which may be after the caller has read the whole body (the ledger is a store call).
+   */
+  const rowsWith = async (...ids: unknown[]): Promise<RequestLogRow[]> => {
+    for (let i = 0; ; i++) {
+      const all = await rows();
+      if (ids.every((id) => all.some((r) => r.id === id)) || i === 100) return all;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
 
   it('OpenAI: create, poll, download the output file twice; spend rises once by the batch total', async () => {
     const client = new OpenAI({
@@ -120,10 +131,10 @@ describe('batches through the official SDKs', () => {
       expect(text.trim().split('\n')).toHaveLength(FAKE_BATCH_LINES);
       downloads.push(res.headers.get('x-keyrelay-request-id')!);
     }
+    const all = await rowsWith(...downloads);
     const total = SUCCEEDED * openaiLinePrice() * BATCH_FACTOR;
     expect((await spend()) - before).toBeCloseTo(total, 12);
 
-    const all = await rows();
     const [first, second] = downloads.map((id) => all.find((r) => r.id === id)!);
     expect(first!.cost_usd).toBeCloseTo(total, 12);
     expect(first!.price_source).toMatch(/^batch batch_\w+: genai-prices@.* × 0\.5 batch discount/);
@@ -213,7 +224,8 @@ describe('batches through the official SDKs', () => {
     });
     const text = await res.body.text();
     expect(text.trim().split('\n')).toHaveLength(6); // passed on untouched
-    const row = (await rows()).find((r) => r.id === res.headers['x-keyrelay-request-id'])!;
+    const id = res.headers['x-keyrelay-request-id'];
+    const row = (await rowsWith(id)).find((r) => r.id === id)!;
     expect(row.cost_usd).toBeCloseTo(3 * anthropicLinePrice() * BATCH_FACTOR, 12);
     expect(row.price_source).toMatch(/; 2 lines unreadable$/);
     const [batch] = (await h.kr.services.logStore.listBatches(user.accountId, 50)).filter(
@@ -229,7 +241,8 @@ describe('batches through the official SDKs', () => {
       });
       expect(res.headers['content-encoding']).toBe('gzip'); // passed on as sent
       await res.body.arrayBuffer();
-      return (await rows()).find((r) => r.id === res.headers['x-keyrelay-request-id'])!;
+      const id = res.headers['x-keyrelay-request-id'];
+      return (await rowsWith(id)).find((r) => r.id === id)!;
     };
     const first = await fetchOnce();
     expect(first.cost_usd).toBeCloseTo(SUCCEEDED * openaiLinePrice() * BATCH_FACTOR, 12);
@@ -249,7 +262,8 @@ describe('batches through the official SDKs', () => {
       },
     });
     await res.body.text();
-    const row = (await rows()).find((r) => r.id === res.headers['x-keyrelay-request-id'])!;
+    const id = res.headers['x-keyrelay-request-id'];
+    const row = (await rowsWith(id)).find((r) => r.id === id)!;
     expect(row).toMatchObject({ cost_usd: 0, price_source: 'not billed' });
   });
 });
@@ -309,12 +323,17 @@ describe('large results files', () => {
     expect(bytes).toBe(LINES * Buffer.byteLength(padded));
     // Holding the body (or its lines) would take over 70 MB.
     expect(peak).toBeLessThan(16 * 1024 * 1024);
-    await h.flushLog();
-    const row = (await h.kr.services.logStore.getRequest(
-      user.accountId,
-      String(res.headers['x-keyrelay-request-id']),
-    ))!;
-    expect(row.cost_usd).toBeCloseTo(LINES * anthropicLinePrice() * BATCH_FACTOR, 9);
+    // Queued once the batch ledger has answered, which may be after the body was read.
+    let row: RequestLogRow | null = null;
+    for (let i = 0; row === null && i < 100; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 20));
+      await h.flushLog();
+      row = await h.kr.services.logStore.getRequest(
+        user.accountId,
+        String(res.headers['x-keyrelay-request-id']),
+      );
+    }
+    expect(row!.cost_usd).toBeCloseTo(LINES * anthropicLinePrice() * BATCH_FACTOR, 9);
     const [batch] = await h.kr.services.logStore.listBatches(user.accountId, 10);
     expect(batch).toMatchObject({ batch_id: 'msgbatch_big', results_succeeded: LINES, results_broken: 0 });
   });

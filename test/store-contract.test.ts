@@ -2,7 +2,8 @@
  * The store contract: every method of ConfigStore and LogStore, run on SQLite and on PostgreSQL with the
  * same expectations (as bifrost's logstore parity test). PostgreSQL is never skipped: if it is unreachable,
  * this suite fails. SQLite runs on the driver this Node uses (better-sqlite3 on 20, node:sqlite on 22+);
- * CI runs the suite on Node 20, 22 and 24, so each driver is held to the same contract.
+ * CI runs the suite on Node 20, 22 and 24, so each driver is held to the same contract. The SQLite log
+ * store runs twice: on the caller's thread, and as the server opens it, on a worker thread.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { PgLogStore } from '../src/store/postgres/log-store.js';
 import { SqliteConfigStore } from '../src/store/sqlite/config-store.js';
 import { defaultSqliteDriver, type SqliteDriverName } from '../src/store/sqlite/driver.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
+import { SqliteLogThread } from '../src/store/sqlite/log-thread.js';
 import type { ConfigStore, LogStore } from '../src/store/types.js';
 import { describeConfigStoreContract } from './helpers/config-contract.js';
 import { describeLogStoreContract } from './helpers/log-contract.js';
@@ -26,16 +28,20 @@ interface Backend {
   openLog(): LogStore;
 }
 
-function sqliteBackend(driver: SqliteDriverName): Backend {
+/** `thread`: the log store the server uses, each call on a worker thread (log-thread.ts). */
+function sqliteBackend(driver: SqliteDriverName, thread = false): Backend {
   let dir = '';
   return {
-    name: `sqlite (${driver})`,
+    name: `sqlite (${driver}${thread ? ', worker thread' : ''})`,
     setup() {
       dir = mkdtempSync(join(tmpdir(), 'keyrelay-store-'));
       return Promise.resolve(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
     },
     openConfig: () => new SqliteConfigStore(join(dir, 'keyrelay.db'), { driver }),
-    openLog: () => new SqliteLogStore(join(dir, 'requests.db'), { driver }),
+    openLog: () =>
+      thread
+        ? new SqliteLogThread(join(dir, 'requests.db'), { driver })
+        : new SqliteLogStore(join(dir, 'requests.db'), { driver }),
   };
 }
 
@@ -53,7 +59,11 @@ function postgresBackend(): Backend {
   };
 }
 
-const backends: Backend[] = [sqliteBackend(defaultSqliteDriver()), postgresBackend()];
+const backends: Backend[] = [
+  sqliteBackend(defaultSqliteDriver()),
+  sqliteBackend(defaultSqliteDriver(), true),
+  postgresBackend(),
+];
 
 describe.each(backends)('store contract on $name', (backend) => {
   const opened: { close(): Promise<void> }[] = [];

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_LOG_BATCH_BODY_CHARS, type Config } from '../config.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
-import { SqliteLogStore } from './sqlite/log-store.js';
+import { SqliteLogThread } from './sqlite/log-thread.js';
 import { SqliteLogWriter } from './sqlite/log-writer.js';
 import { defaultSqliteDriver, type SqliteDriverName } from './sqlite/driver.js';
 import type { ConfigStore, LogStore } from './types.js';
@@ -27,7 +27,15 @@ export interface Stores {
 export async function openStores(
   config: Pick<Config, 'dataDir' | 'databaseUrl'> &
     Partial<
-      Pick<Config, 'logSearch' | 'logWriterIdleMs' | 'sqliteCacheMb' | 'logBatchBodyChars' | 'bodyLogBytes'>
+      Pick<
+        Config,
+        | 'logSearch'
+        | 'logWriterIdleMs'
+        | 'logReaderIdleMs'
+        | 'sqliteCacheMb'
+        | 'logBatchBodyChars'
+        | 'bodyLogBytes'
+      >
     >,
   /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
   notify?: (msg: string) => void,
@@ -55,7 +63,12 @@ export async function openStores(
     cacheMb: config.sqliteCacheMb,
   });
   const logPath = join(config.dataDir, 'requests.db');
-  const logStore = new SqliteLogStore(logPath, { ...search, cacheMb: config.sqliteCacheMb });
+  // Queried on a worker thread; the writer has its own (SQLite is synchronous: src/store/sqlite/log-thread.ts).
+  const logStore = new SqliteLogThread(logPath, {
+    ...search,
+    cacheMb: config.sqliteCacheMb,
+    idleMs: config.logReaderIdleMs,
+  });
   await migrateOrClose(configStore, logStore);
   const driver = defaultSqliteDriver();
   return {

@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeLogRow } from '../../../test/helpers/log-rows.js';
+import { InvalidFilterError } from '../errors.js';
+import { LOG_COLUMNS } from '../log-query.js';
+import { openConnection } from './driver.js';
+import { SqliteLogThread } from './log-thread.js';
+
+let dir: string;
+let path: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'keyrelay-log-thread-'));
+  path = join(dir, 'requests.db');
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+/** `n` copies of one row of key-1 (ids made unique), written in one statement: a key with a long history. */
+function fillKey(n: number, at: number): void {
+  const db = openConnection(path);
+  const row = makeLogRow({ at, key_id: 'key-1' });
+  const cols = LOG_COLUMNS.join(', ');
+  const template = db.prepare(
+    `INSERT INTO requests (${cols}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})`,
+  );
+  template.run(
+    ...LOG_COLUMNS.map((c) => {
+      const v = row[c];
+      if (typeof v === 'boolean') return v ? 1 : 0;
+      if (v !== null && typeof v === 'object') return JSON.stringify(v);
+      return v ?? null;
+    }),
+  );
+  const copied = LOG_COLUMNS.map((c) => (c === 'id' ? `substr(id, 1, 16) || printf('%010d', i)` : c)).join(
+    ', ',
+  );
+  db.exec(
+    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n - 1})
+     INSERT INTO requests (${cols}) SELECT ${copied} FROM n, requests`,
+  );
+  db.close();
+}
+
+describe('SqliteLogThread', () => {
+  it('answers a long query on its own thread: the event loop keeps turning meanwhile', async () => {
+    const store = new SqliteLogThread(path);
+    await store.migrate();
+    const at = Date.now() - 60_000;
+    fillKey(300_000, at);
+    // Before: the query ran inside the call, so no timer could fire until it had returned.
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const t0 = performance.now();
+    const spend = await store.spendSince('key-1', new Date(at - 3_600_000).toISOString());
+    const took = performance.now() - t0;
+    clearInterval(timer);
+    expect(spend).toBeCloseTo(300_000 * 0.000123456789, 6);
+    expect(took).toBeGreaterThan(10); // enough rows that the query takes a while on any machine
+    expect(ticks).toBeGreaterThan(0);
+    await store.close();
+  }, 60_000);
+
+  it('rebuilds the store refusals the console maps to 400s', async () => {
+    const store = new SqliteLogThread(path);
+    await store.migrate();
+    const refused = store.listRequests({ account_id: 'acct-1' }, { limit: 10, cursor: 'not-a-cursor' });
+    await expect(refused).rejects.toBeInstanceOf(InvalidFilterError);
+    await expect(refused).rejects.toMatchObject({ code: 'invalid_cursor' });
+    await store.close();
+  });
+
+  it('lets an idle worker exit and starts a new one for the next call', async () => {
+    const store = new SqliteLogThread(path, { idleMs: 50 });
+    await store.migrate();
+    const running = () => store['thread']['current'] !== null;
+    await store.insertBatch([makeLogRow({ at: Date.now() })]);
+    expect(running()).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(running()).toBe(false);
+    expect(await store.count()).toBe(1);
+    await store.close();
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * The SQLite request log as the server queries it: every call on a worker thread (store-thread.ts), so a
+ * long read never holds the event loop. Both drivers are synchronous; on the event loop, a month's budget
+ * spend on a busy key (1,000,000 rows: ~350 ms), a console chart over a large range or an hourly prune of a
+ * day's rows stopped every proxied request until it returned. The worker's connection reads beside the
+ * log writer's (WAL). Migrating stays on the caller's thread, at start, where nothing is proxied yet.
+ */
+import { DEFAULT_LOG_READER_IDLE_MS } from '../../config.js';
+import type {
+  InsertResult,
+  LogStore,
+  Page,
+  RequestFilter,
+  RequestSummary,
+  UsageBreakdownRow,
+  UsagePoint,
+} from '../types.js';
+import type { RequestLogRow } from '../../types.js';
+import type { BatchStore } from '../batch-types.js';
+import { SqliteLogStore, type SqliteLogStoreOptions } from './log-store.js';
+import { StoreThread } from './store-thread.js';
+
+export interface SqliteLogThreadOptions extends SqliteLogStoreOptions {
+  /** KEYRELAY_LOG_READER_IDLE_MS: the worker exits after this long without a call (default 30 s). */
+  idleMs?: number;
+}
+
+export class SqliteLogThread implements LogStore {
+  private readonly thread: StoreThread;
+
+  constructor(
+    private readonly path: string,
+    private readonly opts: SqliteLogThreadOptions = {},
+  ) {
+    const { onSearchIndex: _notify, idleMs, ...store } = opts;
+    this.thread = new StoreThread(path, { idleMs: idleMs ?? DEFAULT_LOG_READER_IDLE_MS, store });
+  }
+
+  async migrate(): Promise<void> {
+    const { idleMs: _idle, ...store } = this.opts;
+    const migrator = new SqliteLogStore(this.path, store);
+    try {
+      await migrator.migrate();
+    } finally {
+      await migrator.close();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.thread.close();
+  }
+
+  private call<T>(method: keyof LogStore, ...args: unknown[]): Promise<T> {
+    return this.thread.call<T>(method, args);
+  }
+
+  insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
+    return this.call('insertBatch', rows);
+  }
+  listRequests(
+    f: RequestFilter,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<RequestSummary>> {
+    return this.call('listRequests', f, opts);
+  }
+  getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
+    return this.call('getRequest', accountId, id);
+  }
+  listRecent(opts: { limit: number; account_id?: string }): Promise<RequestSummary[]> {
+    return this.call('listRecent', opts);
+  }
+  usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
+    return this.call('usageSeries', f, bucket);
+  }
+  usageBreakdown(f: RequestFilter, by: 'model' | 'key_id' | 'provider'): Promise<UsageBreakdownRow[]> {
+    return this.call('usageBreakdown', f, by);
+  }
+  prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }> {
+    return this.call('prune', before, bodiesBefore);
+  }
+  count(): Promise<number> {
+    return this.call('count');
+  }
+  spendSince(keyId: string, since: string): Promise<number> {
+    return this.call('spendSince', keyId, since);
+  }
+  upsertBatch: BatchStore['upsertBatch'] = (b) => this.call('upsertBatch', b);
+  batchByOutputFile: BatchStore['batchByOutputFile'] = (provider, fileId) =>
+    this.call('batchByOutputFile', provider, fileId);
+  claimBatchResults: BatchStore['claimBatchResults'] = (c) => this.call('claimBatchResults', c);
+  listBatches: BatchStore['listBatches'] = (accountId, limit) => this.call('listBatches', accountId, limit);
+}
