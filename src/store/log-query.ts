@@ -181,7 +181,7 @@ export function decodeCursor(cursor: string): string {
 }
 
 /** percentile_cont: linear interpolation between the two nearest ranks of the sorted values. */
-export function percentileCont(sorted: readonly number[], p: number): number | null {
+export function percentileCont(sorted: ArrayLike<number>, p: number): number | null {
   if (sorted.length === 0) return null;
   const pos = p * (sorted.length - 1);
   const lo = Math.floor(pos);

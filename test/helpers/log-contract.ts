@@ -375,6 +375,17 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.usageSeries({ account_id: `acct-${newId()}` }, 'hour')).toEqual([]);
     });
 
+    it('percentiles are exact for latencies no short decimal writes (as doubles, not as rounded text)', async () => {
+      const a = `acct-${newId()}`;
+      const odd = [0.1 + 0.2, 1 / 3, 2 / 3 + 1e-12];
+      // One an hour: each bucket's percentiles are its one latency, to the last bit.
+      await log.insertBatch(
+        odd.map((latency_ms, i) => makeLogRow({ account_id: a, at: T0 + i * 3_600_000, latency_ms })),
+      );
+      const points = await log.usageSeries({ account_id: a }, 'hour');
+      expect(points.map((p) => [p.latency_p50_ms, p.latency_p95_ms])).toEqual(odd.map((l) => [l, l]));
+    });
+
     it('records batches against the first key, and their results cost once, even when raced', async () => {
       const a = `acct-${newId()}`;
       const id = `batch_${newId()}`;

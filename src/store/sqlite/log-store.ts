@@ -336,24 +336,22 @@ export class SqliteLogStore implements LogStore {
     );
   }
 
-  /** Sums in SQL; percentiles in JS over each group's latencies (SQLite has no percentile_cont). */
+  /**
+   * Sums in SQL; percentiles in JS over each group's latencies (SQLite has no percentile_cont), which the same
+   * statement hands over as one text per group. 17 significant digits read back as the same double; a
+   * REAL's own text does not everywhere (node:sqlite's SQLite 3.51 on Node 22 writes 1/3 with 15). Reading
+   * the rows a second time for the latencies cost as much again: 2.3 → 1.3 s for a month by day over
+   * 1,000,000 rows (docs/performance.md, "Twelfth pass").
+   */
   private aggregate(f: RequestFilter, keySql: string) {
     const params: (string | number)[] = [];
     const where = buildWhere(f, this.dialect(params));
-    const sums = this.stmt<unknown[], AggregateRow & { k: string }>(
-      `SELECT ${keySql} AS k, ${AGGREGATE_SQL} FROM requests WHERE ${where} GROUP BY k`,
+    const groups = this.stmt<unknown[], AggregateRow & { k: string; latencies: string }>(
+      `SELECT ${keySql} AS k, ${AGGREGATE_SQL}, group_concat(printf('%!.17g', latency_ms)) AS latencies
+       FROM requests WHERE ${where} GROUP BY k`,
     ).all(...params);
-    const latencies = new Map<string, number[]>();
-    const latencyRows = this.stmt<unknown[], { k: string; ms: number }>(
-      `SELECT ${keySql} AS k, latency_ms AS ms FROM requests WHERE ${where}`,
-    ).iterate(...params);
-    for (const { k, ms } of latencyRows) {
-      let list = latencies.get(k);
-      if (!list) latencies.set(k, (list = []));
-      list.push(ms);
-    }
-    return sums.map((s) => {
-      const sorted = (latencies.get(s.k) ?? []).sort((a, b) => a - b);
+    return groups.map(({ latencies, ...s }) => {
+      const sorted = Float64Array.from(latencies.split(','), Number).sort();
       return {
         key: s.k,
         numbers: toUsageNumbers(s, percentileCont(sorted, 0.5), percentileCont(sorted, 0.95)),
