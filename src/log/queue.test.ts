@@ -140,6 +140,31 @@ describe('LogQueue', () => {
     await late.close();
   }, 30_000);
 
+  it('flush writes every row while writes succeed, however long they take; a failing store stops at the deadline', async () => {
+    // At shutdown the first write can start the SQLite writer's worker, which on a loaded machine took longer
+    // than the deadline (a test's 600 ms drain): flush gave up after that batch and the rest were lost.
+    let calls = 0;
+    const slowFirst = {
+      insertBatch: async (rows: readonly RequestLogRow[]) => {
+        if (calls++ === 0) await new Promise((r) => setTimeout(r, 300));
+        return store.insertBatch(rows);
+      },
+    };
+    const q = new LogQueue(slowFirst, options({ batchSize: 2, flushMs: 10_000 }), createMetrics(), quiet);
+    for (let i = 0; i < 5; i++) q.push(makeLogRow({ at: Date.now() + i }));
+    expect(await q.flush(100)).toBe(0);
+    expect(await store.count()).toBe(5);
+    q.close();
+
+    const down = { insertBatch: () => Promise.reject(new Error('connection refused')) };
+    const stuck = new LogQueue(down, options({ batchSize: 2, flushMs: 10_000 }), createMetrics(), quiet);
+    for (let i = 0; i < 3; i++) stuck.push(makeLogRow({ at: Date.now() + i }));
+    const t0 = Date.now();
+    expect(await stuck.flush(500)).toBe(3);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    stuck.close();
+  });
+
   it('drops and counts rows beyond its bound instead of growing or blocking', async () => {
     const metrics = createMetrics();
     const q = new LogQueue(store, options({ batchSize: 1000, flushMs: 10_000, maxRows: 5 }), metrics, quiet);

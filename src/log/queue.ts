@@ -149,17 +149,23 @@ export class LogQueue {
     return this.writing;
   }
 
-  /** Writes everything queued (graceful shutdown). Gives up at the deadline and reports what is left. */
+  /**
+   * Writes everything queued (graceful shutdown) and reports what is left. The deadline bounds retrying a
+   * store that fails, not writing to one that works: a first write that starts the SQLite writer's worker on
+   * a loaded machine outlasted a short deadline, and the rows behind it were lost with the store healthy.
+   */
   async flush(deadlineMs = 30_000): Promise<number> {
     const until = Date.now() + deadlineMs;
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    while (this.rows.length > 0 && Date.now() < until) {
+    while (this.rows.length > 0) {
       const before = this.failures;
       await (this.writing ?? this.writeOnce());
-      if (this.failures > before) await new Promise((r) => setTimeout(r, 200));
+      if (this.failures === before) continue;
+      if (Date.now() >= until) break;
+      await new Promise((r) => setTimeout(r, 200));
     }
     return this.rows.length;
   }
