@@ -128,7 +128,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
     warn(err, 'last_used_at write failed'),
   );
   const limits = new KeyLimiter({
-    spendSince: (keyId, since) => logStore.spendSince(keyId, since),
+    spendSince: (keyId, since) => logWriter.spendSince(keyId, since),
     shared: sharedCounters,
     holds: sharedHolds,
     onError: warn,

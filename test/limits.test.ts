@@ -4,6 +4,7 @@
  * `proxy_budget_exceeded`), each with `retry-after` where it applies, in the route's provider shape; a
  * changed limit applies to the next request; with Redis the rate limit is shared by two instances.
  */
+import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { request } from 'undici';
@@ -13,6 +14,7 @@ import { DEFAULT_SYNC_MS } from '../src/limits/limiter.js';
 import type { KeyLimits } from '../src/store/types.js';
 import { computeCost } from '../src/usage/index.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
+import { fillLog } from './helpers/log-rows.js';
 import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -218,6 +220,43 @@ describe('per-key limits on one instance', () => {
     const refused = await call(h, u.key, 'openai', 'gpt-4o-mini');
     expectRefusal(refused, 429, 'proxy_budget_exceeded', 'openai');
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('counts each cost once while its spend loads, however busy the log’s reader is (SQLite)', async () => {
+    // The costs recorded while the load waits are counted here; the load must not also find their rows. On
+    // the SQLite reader's worker it queued behind console charts while the writer wrote those rows: each
+    // counted twice, and a key under its budget was refused.
+    const s = await startHarness();
+    try {
+      fillLog(join(s.dataDir, 'requests.db'), 300_000, { account_id: 'acct-busy', at: Date.now() - 60_000 });
+      const u = await s.newUser();
+      const usage = { prompt_tokens: 1_000_000, completion_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+      const costly = { 'x-fake-usage': JSON.stringify(usage) };
+      const cost = computeCost('openai', 'gpt-4o', {
+        input_tokens: 1_000_000,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        output_tokens: 0,
+        reasoning_tokens: 0,
+        source: 'provider',
+        model: 'gpt-4o',
+      }).cost_usd!;
+      await limit(s, u.keyId, { budget_usd: Math.round(cost * 250) / 100, budget_period: 'month' });
+      const charts = Array.from({ length: 5 }, () =>
+        s.kr.services.logStore.usageSeries({ account_id: 'acct-busy' }, 'day'),
+      );
+      // The first call starts the load; both costs are recorded here, and written to the log meanwhile.
+      expect((await call(s, u.key, 'openai', 'gpt-4o', costly)).status).toBe(200);
+      expect((await call(s, u.key, 'openai', 'gpt-4o', costly)).status).toBe(200);
+      await s.flushLog();
+      await Promise.all(charts);
+      await new Promise((r) => setTimeout(r, 300)); // the load's turn, had it waited behind the charts
+      // 2 × cost spent of 2.5: admitted. Then 3 of 2.5: refused.
+      expect((await call(s, u.key, 'openai', 'gpt-4o', costly)).status).toBe(200);
+      expectRefusal(await call(s, u.key, 'openai', 'gpt-4o'), 429, 'proxy_budget_exceeded', 'openai');
+    } finally {
+      await s.close();
+    }
   });
 
   it('applies a changed limit to the very next request', async () => {

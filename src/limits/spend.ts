@@ -107,7 +107,7 @@ export class SpendLedger {
 
   private load(keyId: string, s: SpendState, now: number): void {
     s.status = 'loading';
-    // Off the request's synchronous path: the SQLite store runs its query inside the call.
+    // Off the request's synchronous path: a SqliteLogStore runs its query inside the call.
     setImmediate(() => this.startLoad(keyId, s, now));
   }
 

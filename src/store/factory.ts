@@ -11,6 +11,12 @@ import type { ConfigStore, LogStore } from './types.js';
 /** What the write-behind log queue needs: batched inserts, off the event loop where the store is synchronous. */
 export interface LogWriter {
   insertBatch: LogStore['insertBatch'];
+  /**
+   * A budget's spend so far, read in line with the writes: it counts exactly the batches handed over before
+   * it. The limits count what they record while it loads, so a read that waited elsewhere (behind console
+   * queries on SQLite's reader) while the writer wrote those rows counted them twice.
+   */
+  spendSince: LogStore['spendSince'];
   close(): Promise<void>;
 }
 
@@ -55,7 +61,11 @@ export async function openStores(
     const logStore = new PgLogStore(config.databaseUrl, search);
     await migrateOrClose(configStore, logStore);
     // pg is asynchronous already: the store's own pool writes without blocking the event loop.
-    const logWriter = { insertBatch: logStore.insertBatch.bind(logStore), close: () => Promise.resolve() };
+    const logWriter = {
+      insertBatch: logStore.insertBatch.bind(logStore),
+      spendSince: logStore.spendSince.bind(logStore),
+      close: () => Promise.resolve(),
+    };
     return { configStore, logStore, logWriter, kind: 'postgres', driver: 'pg' };
   }
   mkdirSync(config.dataDir, { recursive: true });

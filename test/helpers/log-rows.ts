@@ -1,4 +1,6 @@
 import { newId } from '../../src/ids.js';
+import { LOG_COLUMNS } from '../../src/store/log-query.js';
+import { openConnection } from '../../src/store/sqlite/driver.js';
 import type { RequestLogRow } from '../../src/types.js';
 
 /** A complete, realistic log row; every field can be overridden. */
@@ -58,4 +60,31 @@ export function makeLogRow(over: Partial<RequestLogRow> & { at?: number } = {}):
 export function toSummary(r: RequestLogRow) {
   const { request_headers: _a, response_headers: _b, request_body: _c, response_body: _d, ...summary } = r;
   return summary;
+}
+
+/**
+ * `n` copies of one row (ids made unique, everything else as `over` sets it) written into a SQLite log in one
+ * statement: a long history in a second or two, where inserting row by row takes ~20 µs a row. The copies
+ * are not in the full-text index.
+ */
+export function fillLog(path: string, n: number, over: Parameters<typeof makeLogRow>[0] = {}): void {
+  const db = openConnection(path);
+  const row = makeLogRow(over);
+  const cols = LOG_COLUMNS.join(', ');
+  db.prepare(`INSERT INTO requests (${cols}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})`).run(
+    ...LOG_COLUMNS.map((c) => {
+      const v = row[c];
+      if (typeof v === 'boolean') return v ? 1 : 0;
+      if (v !== null && typeof v === 'object') return JSON.stringify(v);
+      return v ?? null;
+    }),
+  );
+  const copied = LOG_COLUMNS.map((c) => (c === 'id' ? `substr(id, 1, 16) || printf('%010d', i)` : c)).join(
+    ', ',
+  );
+  db.exec(
+    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n - 1})
+     INSERT INTO requests (${cols}) SELECT ${copied} FROM n, requests WHERE requests.id = '${row.id}'`,
+  );
+  db.close();
 }

@@ -2,10 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeLogRow } from '../../../test/helpers/log-rows.js';
+import { fillLog, makeLogRow } from '../../../test/helpers/log-rows.js';
 import { InvalidFilterError } from '../errors.js';
-import { LOG_COLUMNS } from '../log-query.js';
-import { openConnection } from './driver.js';
 import { SqliteLogThread } from './log-thread.js';
 
 let dir: string;
@@ -16,38 +14,12 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-/** `n` copies of one row of key-1 (ids made unique), written in one statement: a key with a long history. */
-function fillKey(n: number, at: number): void {
-  const db = openConnection(path);
-  const row = makeLogRow({ at, key_id: 'key-1' });
-  const cols = LOG_COLUMNS.join(', ');
-  const template = db.prepare(
-    `INSERT INTO requests (${cols}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})`,
-  );
-  template.run(
-    ...LOG_COLUMNS.map((c) => {
-      const v = row[c];
-      if (typeof v === 'boolean') return v ? 1 : 0;
-      if (v !== null && typeof v === 'object') return JSON.stringify(v);
-      return v ?? null;
-    }),
-  );
-  const copied = LOG_COLUMNS.map((c) => (c === 'id' ? `substr(id, 1, 16) || printf('%010d', i)` : c)).join(
-    ', ',
-  );
-  db.exec(
-    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n - 1})
-     INSERT INTO requests (${cols}) SELECT ${copied} FROM n, requests`,
-  );
-  db.close();
-}
-
 describe('SqliteLogThread', () => {
   it('answers a long query on its own thread: the event loop keeps turning meanwhile', async () => {
     const store = new SqliteLogThread(path);
     await store.migrate();
     const at = Date.now() - 60_000;
-    fillKey(300_000, at);
+    fillLog(path, 300_000, { at, key_id: 'key-1' });
     // Before: the query ran inside the call, so no timer could fire until it had returned.
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);

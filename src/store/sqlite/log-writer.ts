@@ -62,6 +62,11 @@ export class SqliteLogWriter {
     return await this.thread.call<InsertResult>('insertEncoded', [encoded, rejected]);
   }
 
+  /** On the writer's own connection, after the batches sent before it (LogWriter.spendSince). */
+  spendSince(keyId: string, since: string): Promise<number> {
+    return this.thread.call<number>('spendSince', [keyId, since]);
+  }
+
   close(): Promise<void> {
     return this.thread.close();
   }
