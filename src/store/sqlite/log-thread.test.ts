@@ -52,5 +52,8 @@ describe('SqliteLogThread', () => {
     expect(running()).toBe(false);
     expect(await store.count()).toBe(1);
     await store.close();
+    // Closed for good: a late call starts no worker (one would keep the process alive after its stop).
+    await expect(store.count()).rejects.toThrow('closed');
+    expect(running()).toBe(false);
   });
 });

@@ -57,6 +57,7 @@ function fromWire(e: WireError): Error {
 export class StoreThread {
   private current: Running | null = null;
   private seq = 0;
+  private closed = false;
 
   constructor(
     private readonly path: string,
@@ -65,6 +66,8 @@ export class StoreThread {
 
   /** Calls `method` on the worker's SqliteLogStore; its result crosses by structured clone. */
   call<T>(method: string, args: unknown[]): Promise<T> {
+    // A late call would start a worker that holds the process open for idleMs after its stop.
+    if (this.closed) return Promise.reject(new Error('the SQLite log store is closed'));
     const run = this.current ?? this.start();
     if (run.idle) clearTimeout(run.idle);
     run.idle = null;
@@ -125,6 +128,7 @@ export class StoreThread {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     if (this.current) await this.retire(this.current);
   }
 }
