@@ -9,8 +9,8 @@ import type { GuardLimits } from './http-guard.js';
 export const DEFAULT_LOG_BATCH_BODY_CHARS = 8 * 2 ** 20;
 
 /**
- * KEYRELAY_LOG_READER_IDLE_MS' default. The SQLite log's query thread is started by the console, a budget's
- * first check on a key and the hourly prune; a start costs ~30 ms of CPU, an idle thread several MB.
+ * KEYRELAY_LOG_READER_IDLE_MS' default. The SQLite log's query thread is started by the console, the hourly
+ * prune and the batch ledger; a start costs ~30 ms of CPU, an idle thread several MB.
  */
 export const DEFAULT_LOG_READER_IDLE_MS = 30_000;
 

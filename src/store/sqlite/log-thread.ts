@@ -1,9 +1,9 @@
 /**
  * The SQLite request log as the server queries it: every call on a worker thread (store-thread.ts), so a
- * long read never holds the event loop. Both drivers are synchronous; on the event loop, a month's budget
- * spend on a busy key (1,000,000 rows: ~350 ms), a console chart over a large range or an hourly prune of a
- * day's rows stopped every proxied request until it returned. The worker's connection reads beside the
- * log writer's (WAL). Migrating stays on the caller's thread, at start, where nothing is proxied yet.
+ * long read never holds the event loop. Both drivers are synchronous; on the event loop, a console chart over
+ * a month of 1,000,000 rows (2.3 s) or an hourly prune stopped every proxied request until it returned. The
+ * worker's connection reads beside the log writer's (WAL). A budget's spend is read on the writer's worker
+ * instead (factory.ts, LogWriter.spendSince). Migrating stays on the caller's thread, at start.
  */
 import { DEFAULT_LOG_READER_IDLE_MS } from '../../config.js';
 import type {
