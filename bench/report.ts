@@ -152,6 +152,13 @@ function lines(r: Results, rates: number[]): Line[] {
         },
         { label: `${provider} stream c=${c} TTFB p99`, scenario, field: 'ttfb_p99', digits: 2, added: true },
         { label: `${provider} stream c=${c} TTLB p50`, scenario, field: 'ttlb_p50', digits: 1, added: true },
+        {
+          label: `${provider} stream c=${c} CPU per stream (µs)`,
+          scenario,
+          field: 'cpu_us_per_stream',
+          digits: 0,
+        },
+        { label: `${provider} stream c=${c} core busy (share)`, scenario, field: 'cpu_cores', digits: 2 },
       );
     }
   }
@@ -363,6 +370,12 @@ export function renderIssueTable(r: Results, pinned: boolean): string {
     const noLog = v(sc, 'keyrelay_nolog', 'ttfb_p99');
     if (noLog !== null) {
       rows.push([`  the same, request log off (ms)`, bare, noLog, '×', ratio(noLog, bare), '(measured)', '']);
+    }
+    // What the first bytes wait behind: the proxy's CPU for one whole stream, chunks and row included.
+    const bareCpu = v(sc, 'bare', 'cpu_us_per_stream');
+    const krCpu = v(sc, 'keyrelay', 'cpu_us_per_stream');
+    if (bareCpu !== null && krCpu !== null) {
+      rows.push([`  CPU per stream (µs)`, bareCpu, krCpu, '×', ratio(krCpu, bareCpu), '(measured)', '']);
     }
   }
   add(

@@ -94,6 +94,8 @@ export async function measureStream(
   chunks: number,
   chunkMs: number,
 ): Promise<Row> {
+  const cpu0 = readCpuMs(s.pid);
+  const t0 = performance.now();
   const r = await d.run<StreamResult>({
     kind: 'stream',
     target: s.target,
@@ -103,8 +105,14 @@ export async function measureStream(
     chunks,
     chunkMs,
   });
+  // Over the whole step: a first byte waits for whatever else holds the proxy's core, so its p99 follows
+  // how busy that core was (a burst of 64 arrives while the last burst's chunks and rows are handled).
+  const cpu = readCpuMs(s.pid) - cpu0;
+  const wall = performance.now() - t0;
   s.sent += r.streams + r.errors;
   return {
+    cpu_us_per_stream: r.streams ? (cpu * 1000) / r.streams : null,
+    cpu_cores: wall > 0 ? cpu / wall : null,
     ttfb_p50: r.ttfb.p50,
     ttfb_p99: r.ttfb.p99,
     ttlb_p50: r.ttlb.p50,

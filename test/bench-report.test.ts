@@ -62,4 +62,26 @@ describe('bench verdicts', () => {
       'request log +40 (main +17, log writer +18, other threads +5); body logging +15 (main +7, log writer +10, other threads -2)',
     );
   });
+
+  it("puts each proxy's CPU per stream under its first-byte verdict, when the stream step measured it", () => {
+    const stream = (bare: number, keyrelay: number) => ({
+      bare: { ttfb_p99: 8, cpu_us_per_stream: bare },
+      keyrelay: { ttfb_p99: 9, cpu_us_per_stream: keyrelay },
+    });
+    const table = renderIssueTable(
+      {
+        stream_openai_c64: stream(700, 910),
+        stream_anthropic_c64: { bare: { ttfb_p99: 8 }, keyrelay: { ttfb_p99: 9 } },
+      },
+      true,
+    );
+    const lines = table.split('\n');
+    const openai = lines.findIndex((l) => l.startsWith('64 streams openai first byte p99'));
+    expect(lines[openai + 1]).toMatch(
+      /^ {2}CPU per stream \(µs\)\s+700\.00\s+910\.00\s+×\s+1\.300\s+\(measured\)/,
+    );
+    // Anthropic's step has no CPU reading here: no row rather than one of dashes.
+    const anthropic = lines.findIndex((l) => l.startsWith('64 streams anthropic first byte p99'));
+    expect(lines[anthropic + 1] ?? '').not.toContain('CPU per stream');
+  });
 });
