@@ -195,6 +195,11 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** The address a server bound to host:port answers on (IPv6 hosts in brackets): the default public URL. */
+export function localUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /** Parses a variable map (process.env by default, overrides win); throws ConfigError naming the variable. */
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
@@ -211,8 +216,7 @@ export function loadConfig(
     throw new ConfigError(`invalid configuration: ${msgs.join('; ')}`);
   }
   const e = parsed.data;
-  const shownHost = e.KEYRELAY_HOST.includes(':') ? `[${e.KEYRELAY_HOST}]` : e.KEYRELAY_HOST;
-  const publicUrl = (e.KEYRELAY_PUBLIC_URL ?? `http://${shownHost}:${e.KEYRELAY_PORT}`).replace(/\/+$/, '');
+  const publicUrl = (e.KEYRELAY_PUBLIC_URL ?? localUrl(e.KEYRELAY_HOST, e.KEYRELAY_PORT)).replace(/\/+$/, '');
   return Object.freeze({
     host: e.KEYRELAY_HOST,
     port: e.KEYRELAY_PORT,

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from './proxy/agent.js';
 import type { ProxyServices, Shutdown } from './proxy/context.js';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
+import { localUrl, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { MemoryLoginThrottle, type LoginThrottle } from './accounts/throttle.js';
 import { RedisLoginThrottle } from './accounts/redis-throttle.js';
@@ -74,7 +74,20 @@ function fingerprinter(key: Buffer): (credential: string) => string {
   };
 }
 
-export async function startServer(config: Readonly<Config>): Promise<RunningServer> {
+/**
+ * KEYRELAY_PORT=0 without KEYRELAY_PUBLIC_URL: the default public URL names port 0, and the real port is
+ * known only once the socket is bound. What the console and the error messages show then follows `bound`.
+ */
+function followingBoundPort(config: Readonly<Config>, bound: () => string | null): Readonly<Config> {
+  if (config.port !== 0 || config.publicUrl !== localUrl(config.host, 0)) return config;
+  const served = { ...config };
+  Object.defineProperty(served, 'publicUrl', { get: () => bound() ?? config.publicUrl, enumerable: true });
+  return Object.freeze(served);
+}
+
+export async function startServer(configured: Readonly<Config>): Promise<RunningServer> {
+  let boundUrl: string | null = null;
+  const config = followingBoundPort(configured, () => boundUrl);
   const metrics = createMetrics();
   const log = createLogger(config.logLevel, config.logFormat);
   const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) => log.info(msg));
@@ -192,7 +205,8 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
 
   await app.listen({ host: config.host, port: config.port });
   const port = (app.server.address() as AddressInfo).port;
-  const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = localUrl(config.host, port);
+  boundUrl = url;
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -240,7 +254,7 @@ export async function startServer(config: Readonly<Config>): Promise<RunningServ
   return {
     app,
     port,
-    url: `http://${shownHost}:${port}`,
+    url,
     stop,
     traffic: () => ({ inFlight: active.size + (sockets?.openSockets ?? 0), arrived }),
     services: { configStore, logStore, bus, queue, keys, lastUsed, limits, metrics },

@@ -48,6 +48,22 @@ describe('a provider path without /api/proxy/<provider>', () => {
     expect(String((aErr as Error).message)).toContain('/api/proxy/anthropic');
   });
 
+  it('names the port it listens on when started on port 0 without KEYRELAY_PUBLIC_URL', async () => {
+    // The harness starts on KEYRELAY_PORT=0: the default public URL said ":0" until the socket was bound.
+    expect(h.url).not.toMatch(/:0$/);
+    const res = await request(`${h.url}/v1/models`);
+    const body = (await res.body.json()) as { error: { message: string } };
+    expect(body.error.message).toContain(`${h.url}/api/proxy/openai/v1`);
+    const info = await request(`${h.url}/api/console/info`);
+    expect(await info.body.json()).toMatchObject({
+      public_url: h.url,
+      providers: {
+        openai: { base_url: `${h.url}/api/proxy/openai/v1` },
+        anthropic: { base_url: `${h.url}/api/proxy/anthropic` },
+      },
+    });
+  });
+
   it('still serves the console for its own pages', async () => {
     const res = await request(`${h.url}/requests`);
     expect(res.statusCode).toBe(200);

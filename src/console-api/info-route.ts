@@ -7,20 +7,22 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/password.j
 import type { ConsoleContext } from './context.js';
 
 export function registerInfoRoute(app: FastifyInstance, ctx: ConsoleContext): void {
-  const publicUrl = ctx.config.publicUrl.replace(/\/+$/, '');
-  const info = {
-    signup: ctx.config.signup,
-    password: { min_length: PASSWORD_MIN_LENGTH, max_length: PASSWORD_MAX_LENGTH },
-    public_url: publicUrl,
-    providers: {
-      openai: { base_url: `${publicUrl}/api/proxy/openai/v1` },
-      anthropic: { base_url: `${publicUrl}/api/proxy/anthropic` },
-    },
-  };
+  const password = { min_length: PASSWORD_MIN_LENGTH, max_length: PASSWORD_MAX_LENGTH };
   // Accounts are never deleted: once one exists, stop asking.
   let hasAccounts = false;
   app.get('/info', async () => {
     hasAccounts ||= await ctx.configStore.hasAccounts();
-    return { ...info, fresh_install: !hasAccounts };
+    // Read per request: on KEYRELAY_PORT=0 the public URL is known only once the server listens.
+    const publicUrl = ctx.config.publicUrl.replace(/\/+$/, '');
+    return {
+      signup: ctx.config.signup,
+      password,
+      public_url: publicUrl,
+      providers: {
+        openai: { base_url: `${publicUrl}/api/proxy/openai/v1` },
+        anthropic: { base_url: `${publicUrl}/api/proxy/anthropic` },
+      },
+      fresh_install: !hasAccounts,
+    };
   });
 }

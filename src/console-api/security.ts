@@ -60,7 +60,6 @@ function originOf(url: string): string | null {
  * cross-origin POST, so its absence means a same-origin browser request or a non-browser client.
  */
 export function refuseCrossSite(config: Pick<Config, 'publicUrl'>): onRequestHookHandler {
-  const publicOrigin = originOf(config.publicUrl);
   return (request, _reply, done) => {
     if (!UNSAFE_METHODS.has(request.method)) return done();
     if (request.headers['sec-fetch-site'] === 'cross-site') {
@@ -70,7 +69,8 @@ export function refuseCrossSite(config: Pick<Config, 'publicUrl'>): onRequestHoo
     if (origin !== undefined) {
       const own = originOf(`${request.protocol}://${request.host}`);
       const given = originOf(origin);
-      if (given === null || (given !== own && given !== publicOrigin)) {
+      // Read per request: on KEYRELAY_PORT=0 the public URL is known only once the server listens.
+      if (given === null || (given !== own && given !== originOf(config.publicUrl))) {
         return done(consoleError('cross_site'));
       }
     }
