@@ -274,7 +274,9 @@ describe('keyrelay serve output', () => {
         .output()
         .split('\n')
         .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as { msg: string; req?: { url: string } });
+        .map((l) => JSON.parse(l) as { msg: string; req?: { url: string }; console?: string });
+      // Started on port 0: the console's address is the port bound, not ":0".
+      expect(lines.find((l) => l.msg === 'keyrelay listening')?.console).toBe(kr.url);
       const urls = lines.filter((l) => l.msg === 'request').map((l) => l.req!.url);
       expect(urls, level).toContain('/api/console/info');
       if (level === 'info') expect(urls).not.toContain('/favicon.svg');

@@ -37,7 +37,11 @@ export async function serve(config: Readonly<Config>): Promise<number> {
   process.on('SIGINT', onSignal);
   // Only now: whoever waits for this line may signal at once, and the handlers must be there to drain.
   if (isPretty(config.logFormat)) process.stdout.write(banner(config, server.url));
-  else server.app.log.info({ url: server.url, console: config.publicUrl }, 'keyrelay listening');
+  else
+    server.app.log.info(
+      { url: server.url, console: shownPublicUrl(config, server.url) },
+      'keyrelay listening',
+    );
   return -1;
 }
 
@@ -53,11 +57,15 @@ function withoutCredentials(url: string): string {
   }
 }
 
+/** With KEYRELAY_PORT=0 the default public URL names port 0: the real one is known once listening. */
+function shownPublicUrl(config: Readonly<Config>, url: string): string {
+  const configured = config.publicUrl.replace(/\/+$/, '');
+  return /:0$/.test(configured) ? url : configured;
+}
+
 /** What a person starting keyrelay on a terminal wants to know: where it is, where its data is. */
 export function banner(config: Readonly<Config>, url: string): string {
-  // With KEYRELAY_PORT=0 the default public URL names port 0: the real one is only known now.
-  const configured = config.publicUrl.replace(/\/+$/, '');
-  const pub = /:0$/.test(configured) ? url : configured;
+  const pub = shownPublicUrl(config, url);
   const rows = [
     ['console', `${pub}/`],
     ['OpenAI', `${pub}/api/proxy/openai/v1`],
