@@ -35,6 +35,8 @@ export interface RunningServer {
   app: FastifyInstance;
   url: string;
   port: number;
+  /** KEYRELAY_PUBLIC_URL, or by default this server's address with the port it bound (also on port 0). */
+  publicUrl: string;
   /** Graceful stop; resolves when everything is flushed and closed. */
   stop(): Promise<void>;
   /**
@@ -255,6 +257,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     app,
     port,
     url,
+    publicUrl: config.publicUrl,
     stop,
     traffic: () => ({ inFlight: active.size + (sockets?.openSockets ?? 0), arrived }),
     services: { configStore, logStore, bus, queue, keys, lastUsed, limits, metrics },

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { isPretty } from '../logger.js';
 import { startIdleReclaim } from './memory.js';
 import { applyV8Policy } from './v8-policy.js';
-import { startServer } from '../server.js';
+import { startServer, type RunningServer } from '../server.js';
 
 export async function serve(config: Readonly<Config>): Promise<number> {
   applyV8Policy({ pretenuring: config.v8Pretenuring });
@@ -36,12 +36,8 @@ export async function serve(config: Readonly<Config>): Promise<number> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   // Only now: whoever waits for this line may signal at once, and the handlers must be there to drain.
-  if (isPretty(config.logFormat)) process.stdout.write(banner(config, server.url));
-  else
-    server.app.log.info(
-      { url: server.url, console: shownPublicUrl(config, server.url) },
-      'keyrelay listening',
-    );
+  if (isPretty(config.logFormat)) process.stdout.write(banner(config, server));
+  else server.app.log.info({ url: server.url, console: server.publicUrl }, 'keyrelay listening');
   return -1;
 }
 
@@ -57,15 +53,9 @@ function withoutCredentials(url: string): string {
   }
 }
 
-/** With KEYRELAY_PORT=0 the default public URL names port 0: the real one is known once listening. */
-function shownPublicUrl(config: Readonly<Config>, url: string): string {
-  const configured = config.publicUrl.replace(/\/+$/, '');
-  return /:0$/.test(configured) ? url : configured;
-}
-
 /** What a person starting keyrelay on a terminal wants to know: where it is, where its data is. */
-export function banner(config: Readonly<Config>, url: string): string {
-  const pub = shownPublicUrl(config, url);
+export function banner(config: Readonly<Config>, server: Pick<RunningServer, 'url' | 'publicUrl'>): string {
+  const pub = server.publicUrl;
   const rows = [
     ['console', `${pub}/`],
     ['OpenAI', `${pub}/api/proxy/openai/v1`],
@@ -86,7 +76,7 @@ export function banner(config: Readonly<Config>, url: string): string {
   ];
   return [
     '',
-    `  keyrelay is listening on ${url}`,
+    `  keyrelay is listening on ${server.url}`,
     '',
     ...rows.map(([k, v]) => `  ${k!.padEnd(10)} ${v}`),
     '',
