@@ -137,6 +137,18 @@ export function midResponseFailure(
   return { code: failure.error.code, message: failure.error.message };
 }
 
+/**
+ * Whether this exchange's bodies are kept for its row: the request log is on and the caller did not opt out
+ * (`proxy-log-bodies: false`). With the log off the row is never written, so reading a stream's body as it
+ * passes (a copy of each piece, its text and its search text at the end) would be work for nothing.
+ */
+export function keepsBodies(
+  config: Readonly<Pick<Config, 'requestLog'>>,
+  headers: IncomingMessage['headers'],
+): boolean {
+  return config.requestLog && headers['proxy-log-bodies'] !== 'false';
+}
+
 /** The logged prefix of the request body; a body kept whole was already decoded for its parse. */
 function requestBodyText(body: Buffer, bodyLogBytes: number, decoded: string | undefined): string {
   return decoded !== undefined && body.length <= bodyLogBytes

@@ -11,7 +11,7 @@ import { injectStreamUsage, parseRequestInfo } from '../usage/index.js';
 import { failInternally, finish, refuse } from './answer.js';
 import { readBody } from './body.js';
 import type { ProxyServices, Shutdown } from './context.js';
-import { newExchange, type Exchange } from './exchange.js';
+import { keepsBodies, newExchange, type Exchange } from './exchange.js';
 import { CallerWatch, forward } from './forward.js';
 import { findDuplicateSingleton, hasUnderscoreKeyHeader } from './headers.js';
 import { StreamBack } from './stream-back.js';
@@ -90,7 +90,7 @@ async function handle(
   if (shutdown.isDraining())
     return refuse(s, ex, req, res, new ProxyError('proxy_unavailable', undefined, 5));
   s.lastUsed.mark(key.id, ex.createdAt);
-  ex.logBodies = req.headers['proxy-log-bodies'] !== 'false';
+  ex.logBodies = keepsBodies(s.config, req.headers);
 
   // 3. Body: bounded, forwarded as received (one documented exception: stream usage, see usage/).
   try {

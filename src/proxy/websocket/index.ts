@@ -20,6 +20,7 @@ import { observeRow } from '../../metrics.js';
 import type { KeyRecord } from '../../store/types.js';
 import { PROVIDER_IDS, PROVIDERS, providerCredential } from '../../providers/index.js';
 import type { ProxyServices, Shutdown } from '../context.js';
+import { keepsBodies } from '../exchange.js';
 import { findDuplicateSingleton } from '../headers.js';
 import { PROXY_PREFIX, resolveTarget } from '../target.js';
 import {
@@ -324,7 +325,7 @@ export function attachWebSocketProxy(
       req: redactedRequest(req),
       protocol: events?.protocolOf(path) ?? 'other',
       events,
-      logBodies: req.headers['proxy-log-bodies'] !== 'false',
+      logBodies: keepsBodies(ctx.config, req.headers),
       endUser: null,
       credentialFingerprint: credential ? ctx.fingerprint(credential) : null,
     };
