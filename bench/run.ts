@@ -95,6 +95,7 @@ log(`idle ${opts.quietMs} ms…`);
 await sleep(opts.quietMs);
 for (const s of proxies) await snapshotMemory(s, 'idle');
 for (const s of subjects) await warmUp(s, 32, opts.warmupMs);
+const loadStarted = Date.now();
 
 for (const rate of opts.rates) {
   for (let rep = 1; rep <= opts.reps; rep += 1) {
@@ -197,12 +198,17 @@ const afterRead = Date.now();
 const reclaims = proxies
   .filter((s) => s.id.startsWith('keyrelay'))
   .map((s) => {
-    const last = idleReclaims(join(resultsDir, `${stamp}-${s.id}.log`))
-      .filter((r) => r.at <= afterRead)
-      .at(-1);
-    return last
-      ? `${s.id} ${((afterRead - last.at) / 1000).toFixed(0)} s before it (${last.reason}, ${last.ms.toFixed(0)} ms)`
-      : `${s.id} none`;
+    const all = idleReclaims(join(resultsDir, `${stamp}-${s.id}.log`));
+    const last = all.filter((r) => r.at <= afterRead).at(-1);
+    // One between measured steps means the step after it began with a shrunk heap and a trimmed C heap (a
+    // subject idle 30 s: a slow machine's long steps), and paid for regrowing them: its numbers are not the
+    // warm process's the issue's targets are about.
+    const during = all.filter((r) => r.reason !== 'start' && r.at > loadStarted && r.at < loadEnded).length;
+    return (
+      (last
+        ? `${s.id} ${((afterRead - last.at) / 1000).toFixed(0)} s before it (${last.reason}, ${last.ms.toFixed(0)} ms)`
+        : `${s.id} none`) + `, ${during} between the measured steps`
+    );
   });
 for (const [id, row] of Object.entries(memory)) (raw.memory ??= {})[id as SubjectId] = [row];
 

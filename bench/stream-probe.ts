@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { compileBench } from './compile.js';
-import { buildServer, parseVariant, ROOT, startVariant } from './keyrelay.js';
+import { buildServer, idleReclaims, parseVariant, ROOT, startVariant } from './keyrelay.js';
 import { startBenchServer, useScriptDir, type Child } from './processes.js';
 import { BODIES, upstreamQuery, type ProviderName } from './protocol.js';
 
@@ -48,21 +48,24 @@ const bare = await startBenchServer('bare-proxy.ts', [upOrigin, upOrigin], '1');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-probe-'));
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 const variants = [parseVariant('keyrelay:'), ...all('--variant').map(parseVariant)];
-const krs: { id: string; child: Child; key: string }[] = [];
+const krs: { id: string; child: Child; key: string; logFile: string }[] = [];
 for (const v of variants) {
+  const logFile = join(ROOT, `bench/results/stream-probe-${v.name}.log`);
   const { child, key } = await startVariant(v, {
     dataDir: join(tmp, v.name),
     upstream: upOrigin,
     nodeFlags,
     env,
-    logFile: join(ROOT, `bench/results/stream-probe-${v.name}.log`),
+    logFile,
   });
-  krs.push({ id: v.name, child, key });
+  krs.push({ id: v.name, child, key, logFile });
 }
 
 interface Subject {
   id: string;
   pid: number;
+  /** keyrelay's log: its idle reclaims (bare has none). */
+  logFile?: string;
   origin: string;
   prefix: string;
   headers: Record<ProviderName, Record<string, string>>;
@@ -73,9 +76,10 @@ const auth = {
 };
 const subjects: Subject[] = [
   { id: 'bare', pid: bare.pid, origin: `http://127.0.0.1:${bare.port}`, prefix: '/api/proxy', headers: auth },
-  ...krs.map(({ id, child, key }) => ({
+  ...krs.map(({ id, child, key, logFile }) => ({
     id,
     pid: child.pid,
+    logFile,
     origin: `http://127.0.0.1:${child.port}`,
     prefix: '/api/proxy',
     headers: {
@@ -164,6 +168,8 @@ const warmTimer = setInterval(() => {
     if (warm.has(s.id) && measuring !== s.id) void one(s, 'openai', false, '').catch(() => undefined);
 }, 1000);
 const summary: Record<string, { p50: number[]; p99: number[] }> = {};
+/** When each column's last step ended (Date.now()): a reclaim after it came in the pause before the next. */
+const lastEnd = new Map<string, number>();
 for (const provider of providers) {
   for (let rep = 1; rep <= reps; rep += 1) {
     for (const s of subjects) {
@@ -180,6 +186,7 @@ for (const provider of providers) {
       const known = new Set(tids());
       const born: number[] = [];
       const stepStart = performance.now();
+      const stepAt = Date.now();
       const watch = setInterval(() => {
         for (const t of tids()) {
           if (known.has(t)) continue;
@@ -204,8 +211,17 @@ for (const provider of providers) {
         .slice(0, 8)
         .join(' ');
       const slow = [...samples].sort((a, b) => b.ttfbMs - a.ttfbMs).slice(0, 14);
+      // A column idle longer than keyrelay's quiet spell (30 s: ~4 columns at the default gap) was collected
+      // and trimmed before its step (src/cli/memory.ts), and its first burst pays for regrowing: not what a
+      // step of the bench, whose columns are idle ~7–20 s, measures.
+      const reclaim = s.logFile
+        ? idleReclaims(s.logFile).find(
+            (r) => r.reason !== 'start' && r.at < stepAt && r.at > (lastEnd.get(s.id) ?? 0),
+          )
+        : undefined;
+      lastEnd.set(s.id, Date.now());
       console.log(
-        `${k} rep ${rep}: n ${samples.length} p50 ${p50.toFixed(2)} p99 ${p99.toFixed(2)} max ${pct(ttfb, 100).toFixed(1)}` +
+        `${k} rep ${rep}${reclaim ? ` (idle reclaim ${((stepAt - reclaim.at) / 1000).toFixed(1)} s before)` : ''}: n ${samples.length} p50 ${p50.toFixed(2)} p99 ${p99.toFixed(2)} max ${pct(ttfb, 100).toFixed(1)}` +
           ` | new threads at ms ${born.map((t) => t.toFixed(0)).join(',') || '-'} | round max ${worst} | 14 slowest at ms ${slow.map((x) => `${x.startMs.toFixed(0)}(r${x.round})`).join(' ')}`,
       );
     }
