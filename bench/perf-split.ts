@@ -27,9 +27,11 @@ const at = (name: string): string | undefined => {
   return i >= 0 ? argv[i + 1] : undefined;
 };
 const seconds = Number(at('--seconds') ?? 5);
+/** --symbols N: also the N symbols that differ most between the variants, per thread group. */
+const topSymbols = Number(at('--symbols') ?? 0);
 const stream = (at('--stream') ?? null) as ProviderName | null;
 const variants = argv
-  .filter((a, i) => a.includes(':') && !['--seconds', '--stream'].includes(argv[i - 1] ?? ''))
+  .filter((a, i) => a.includes(':') && !['--seconds', '--stream', '--symbols'].includes(argv[i - 1] ?? ''))
   .map(parseVariant);
 if (variants.length === 0) {
   console.error(
@@ -54,8 +56,11 @@ function kindOf(symbol: string, kernel: boolean): string {
   return 'other native (node, V8, libuv, addons)';
 }
 
-/** Samples per thread id and kind of code, from `perf report`. */
-function readSamples(data: string): Map<number, Map<string, number>> {
+/** Samples per thread id and kind of code, from `perf report`; `symbols` gets each symbol's, by thread id. */
+function readSamples(
+  data: string,
+  symbols: Map<number, Map<string, number>>,
+): Map<number, Map<string, number>> {
   const text: string = execFileSync(
     'perf',
     [
@@ -82,6 +87,10 @@ function readSamples(data: string): Map<number, Map<string, number>> {
     const kind = kindOf(m[4]!.trim(), m[3] === 'k');
     kinds.set(kind, (kinds.get(kind) ?? 0) + Number(m[1]));
     byTid.set(tid, kinds);
+    const bySym = symbols.get(tid) ?? new Map<string, number>();
+    const sym = `${m[3] === 'k' ? '[k] ' : ''}${m[4]!.trim()}`;
+    bySym.set(sym, (bySym.get(sym) ?? 0) + Number(m[1]));
+    symbols.set(tid, bySym);
   }
   return byTid;
 }
@@ -93,7 +102,7 @@ const driver = startDriver('0');
 const tmp = mkdtempSync(join(tmpdir(), 'keyrelay-perf-split-'));
 const HZ = 1999;
 type Split = Map<string, number>; // "thread / kind" → µs per request
-const results: { name: string; n: number; split: Split }[] = [];
+const results: { name: string; n: number; split: Split; symbols: Split }[] = [];
 for (const v of variants) {
   const { child, target } = await startVariant(v, {
     dataDir: join(tmp, v.name),
@@ -138,7 +147,10 @@ for (const v of variants) {
   await exited;
   await child.stop();
   const split: Split = new Map();
-  for (const [tid, kinds] of readSamples(data)) {
+  const symbols: Split = new Map(); // "thread: symbol" → µs per request
+  const bySymbol = new Map<number, Map<string, number>>();
+  const threadOf = (tid: number) => (tid === child.pid ? 'main' : tid === busiest ? 'writer' : 'other');
+  for (const [tid, kinds] of readSamples(data, bySymbol)) {
     const thread = tid === child.pid ? 'main' : tid === busiest ? writer : 'other threads';
     for (const [kind, samples] of kinds) {
       const us = (samples * 1e6) / HZ / n;
@@ -147,7 +159,13 @@ for (const v of variants) {
       split.set('all threads', (split.get('all threads') ?? 0) + us);
     }
   }
-  results.push({ name: v.name, n, split });
+  for (const [tid, syms] of bySymbol) {
+    for (const [sym, samples] of syms) {
+      const k = `${threadOf(tid)}: ${sym}`;
+      symbols.set(k, (symbols.get(k) ?? 0) + (samples * 1e6) / HZ / n);
+    }
+  }
+  results.push({ name: v.name, n, split, symbols });
 }
 driver.stop();
 await upstream.stop();
@@ -179,3 +197,18 @@ const cells = rows.map((row) => [
 const widths = head.map((_, i) => Math.max(...[head, ...cells].map((c) => c[i]!.length)));
 for (const c of [head, ...cells])
   console.log(c.map((x, i) => (i === 0 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join('  '));
+
+if (topSymbols > 0 && results.length > 1) {
+  // Names are JIT frames' (--perf-basic-prof-only-functions) or native symbols; V8 reuses code addresses, so a
+  // JS name can be stale: a lead, not a verdict.
+  for (const r of results.slice(1)) {
+    const keys = new Set([...first.symbols.keys(), ...r.symbols.keys()]);
+    const diffs = [...keys]
+      .map((k) => [k, (r.symbols.get(k) ?? 0) - (first.symbols.get(k) ?? 0)] as const)
+      .sort((a, b) => Math.abs(b[1]) - Math.abs(a[1]))
+      .slice(0, topSymbols);
+    console.log(`\nsymbols that differ most, ${r.name} − ${first.name} (µs per ${unit}):`);
+    for (const [k, d] of diffs)
+      console.log(`${(d >= 0 ? '+' : '') + d.toFixed(1)}`.padStart(8) + `  ${k.slice(0, 150)}`);
+  }
+}
