@@ -43,6 +43,8 @@ const raw: Raw = {};
 const others: number[] = [];
 const memory: Partial<Record<SubjectId, Row>> = {};
 const died: Partial<Record<SubjectId, string>> = {};
+/** When each subject's measured steps began (Date.now()): an idle reclaim before one of them colours it. */
+const stepStarts: Partial<Record<SubjectId, number[]>> = {};
 
 /** Waits for a quiet machine, runs one step, files its row under `scenario`; null if the target died. */
 async function step(scenario: string, s: Subject, fn: () => Promise<Row>): Promise<Row | null> {
@@ -55,6 +57,7 @@ async function step(scenario: string, s: Subject, fn: () => Promise<Row>): Promi
   // Short: on a machine that is never quiet, waiting longer only makes the run long.
   await waitQuiet(ours, 0.25, opts.quick ? 600 : 1000);
   const stop = watchOthers(ours);
+  (stepStarts[s.id] ??= []).push(Date.now());
   const row = await fn();
   row.others_cores = stop();
   others.push(row.others_cores);
@@ -95,7 +98,6 @@ log(`idle ${opts.quietMs} ms…`);
 await sleep(opts.quietMs);
 for (const s of proxies) await snapshotMemory(s, 'idle');
 for (const s of subjects) await warmUp(s, 32, opts.warmupMs);
-const loadStarted = Date.now();
 
 for (const rate of opts.rates) {
   for (let rep = 1; rep <= opts.reps; rep += 1) {
@@ -200,14 +202,17 @@ const reclaims = proxies
   .map((s) => {
     const all = idleReclaims(join(resultsDir, `${stamp}-${s.id}.log`));
     const last = all.filter((r) => r.at <= afterRead).at(-1);
-    // One between measured steps means the step after it began with a shrunk heap and a trimmed C heap (a
-    // subject idle 30 s: a slow machine's long steps), and paid for regrowing them: its numbers are not the
-    // warm process's the issue's targets are about.
-    const during = all.filter((r) => r.reason !== 'start' && r.at > loadStarted && r.at < loadEnded).length;
+    // A reclaim before one of the subject's measured steps (after its first) means that step began with a
+    // shrunk heap and a trimmed C heap (a subject idle 30 s: a slow machine's long steps) and paid for
+    // regrowing them: not the warm process the issue's targets are about.
+    const starts = stepStarts[s.id] ?? [];
+    const during = all.filter(
+      (r) => r.reason !== 'start' && starts.some((t, i) => i > 0 && r.at > starts[i - 1]! && r.at < t),
+    ).length;
     return (
       (last
         ? `${s.id} ${((afterRead - last.at) / 1000).toFixed(0)} s before it (${last.reason}, ${last.ms.toFixed(0)} ms)`
-        : `${s.id} none`) + `, ${during} between the measured steps`
+        : `${s.id} none`) + `, ${during} before one of its measured steps`
     );
   });
 for (const [id, row] of Object.entries(memory)) (raw.memory ??= {})[id as SubjectId] = [row];
