@@ -95,6 +95,12 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) => log.info(msg));
   log.info({ store: kind, driver, node: process.versions.node }, 'stores open');
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
+  // A budget's spend before an instance first saw its key is read from the request log (docs/limits.md);
+  // Redis keeps the shared total otherwise. With neither, a restart starts every budget's period over.
+  if (!config.requestLog && !config.redisUrl)
+    log.warn(
+      'request log off and no Redis: budgets count spend from this start (a restart forgets what keys spent)',
+    );
   let bus: KeyEventBus;
   let throttle: LoginThrottle;
   let sharedCounters: SharedCounters | null = null;

@@ -285,6 +285,69 @@ describe('keyrelay serve output', () => {
   }, 60_000);
 });
 
+describe('keyrelay serve with the request log off', () => {
+  /**
+   * A period's spend before an instance first sees a key comes from the request log (docs/limits.md). With
+   * the log off and no Redis there is none, so a restart forgets what a key spent: serve says so at start.
+   * The same run with the log on is the control: there the restart remembers.
+   */
+  it('warns that budgets then count from the start, as a restart shows', async () => {
+    const admitted: Record<string, number[]> = {};
+    for (const log of ['false', 'true']) {
+      const dir = mkdtempSync(join(tmpdir(), 'keyrelay-cli-nolog-'));
+      const e = { ...env, KEYRELAY_DATA_DIR: dir, KEYRELAY_REQUEST_LOG: log };
+      try {
+        expect((await runCli(['migrate'], e)).code).toBe(0);
+        const created = await runCli(
+          ['users', 'create', '--email', 'b@example.com', '--password', 'correct horse battery', '--json'],
+          e,
+        );
+        const k = (JSON.parse(created.stdout) as { key: { id: string; key: string } }).key;
+        const limits = ['keys', 'limits', k.id, '--budget-usd', '0.04', '--budget-mode', 'hard'];
+        expect((await runCli(limits, e)).code).toBe(0);
+        // The fake bills 10,000 input tokens of gpt-4o a call: $0.025. A hard budget reserves each call's
+        // upper bound (tiny: a short prompt, max_tokens 1) against the spend so far, and its first call in
+        // a period waits for that spend to be loaded: two calls pass ($0.05), the third is refused.
+        const untilRefused = async (url: string): Promise<number> => {
+          for (let n = 0; n < 6; n++) {
+            const res = await request(`${url}/api/proxy/openai/v1/chat/completions`, {
+              method: 'POST',
+              headers: {
+                'proxy-api-key': k.key,
+                'content-type': 'application/json',
+                'x-fake-usage': '{"prompt_tokens":10000}',
+              },
+              body: JSON.stringify({
+                model: 'gpt-4o',
+                max_tokens: 1,
+                messages: [{ role: 'user', content: 'hi' }],
+              }),
+            });
+            await res.body.dump();
+            if (res.statusCode === 429) return n;
+            expect(res.statusCode).toBe(200);
+          }
+          return Infinity;
+        };
+        for (let start = 0; start < 2; start++) {
+          const kr = await startServeProcess(e);
+          try {
+            (admitted[log] ??= []).push(await untilRefused(kr.url));
+          } finally {
+            kr.child.kill('SIGTERM');
+            expect(await kr.exited).toBe(0);
+          }
+          expect(kr.output().includes('request log off and no Redis'), `log ${log}`).toBe(log === 'false');
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    // Log off: the second start admits two calls again. Log on: it knows the $0.05 and refuses the first.
+    expect(admitted).toEqual({ false: [2, 2], true: [2, 0] });
+  }, 90_000);
+});
+
 describe('keyrelay serve and V8', () => {
   /**
    * What serve asks of V8, seen from inside its process: a preload wraps node:v8's setFlagsFromString.
