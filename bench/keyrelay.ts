@@ -248,6 +248,14 @@ export async function startProbe(
   return { upstream, kr, key };
 }
 
+/**
+ * The idle reclaims a keyrelay ran between two moments (Date.now()), its start-up one aside: a step that
+ * follows one begins with a shrunk heap and a trimmed C heap, and its first burst pays for regrowing them.
+ */
+export function reclaimsBetween(logFile: string, from: number, to: number): { at: number; ms: number }[] {
+  return idleReclaims(logFile).filter((r) => r.reason !== 'start' && r.at > from && r.at < to);
+}
+
 /** The idle memory reclaims (src/cli/memory.ts) a keyrelay logged at debug level, from its log file. */
 export function idleReclaims(logFile: string): { at: number; reason: string; ms: number }[] {
   if (!existsSync(logFile)) return [];

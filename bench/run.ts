@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { idleReclaims, inspectLog, ROOT, type LogSummary } from './keyrelay.js';
+import { idleReclaims, inspectLog, reclaimsBetween, ROOT, type LogSummary } from './keyrelay.js';
 import { waitQuiet, watchOthers } from './machine.js';
 import { parseOptions } from './options.js';
 import { readCpuMs, readHeapMb, readRssMb, readThreadCpuMs, threadDelta } from './processes.js';
@@ -200,15 +200,14 @@ const afterRead = Date.now();
 const reclaims = proxies
   .filter((s) => s.id.startsWith('keyrelay'))
   .map((s) => {
-    const all = idleReclaims(join(resultsDir, `${stamp}-${s.id}.log`));
-    const last = all.filter((r) => r.at <= afterRead).at(-1);
-    // A reclaim before one of the subject's measured steps (after its first) means that step began with a
-    // shrunk heap and a trimmed C heap (a subject idle 30 s: a slow machine's long steps) and paid for
-    // regrowing them: not the warm process the issue's targets are about.
+    const file = join(resultsDir, `${stamp}-${s.id}.log`);
+    const last = idleReclaims(file)
+      .filter((r) => r.at <= afterRead)
+      .at(-1);
+    // One between two of the subject's steps (idle 30 s: a slow machine's long steps) made the later step
+    // start cold: not the warm process the issue's targets are about.
     const starts = stepStarts[s.id] ?? [];
-    const during = all.filter(
-      (r) => r.reason !== 'start' && starts.some((t, i) => i > 0 && r.at > starts[i - 1]! && r.at < t),
-    ).length;
+    const during = starts.slice(1).reduce((n, t, i) => n + reclaimsBetween(file, starts[i]!, t).length, 0);
     return (
       (last
         ? `${s.id} ${((afterRead - last.at) / 1000).toFixed(0)} s before it (${last.reason}, ${last.ms.toFixed(0)} ms)`

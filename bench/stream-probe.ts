@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { compileBench } from './compile.js';
-import { buildServer, idleReclaims, parseVariant, ROOT, startVariant } from './keyrelay.js';
+import { buildServer, parseVariant, reclaimsBetween, ROOT, startVariant } from './keyrelay.js';
 import { startBenchServer, useScriptDir, type Child } from './processes.js';
 import { BODIES, upstreamQuery, type ProviderName } from './protocol.js';
 
@@ -211,14 +211,9 @@ for (const provider of providers) {
         .slice(0, 8)
         .join(' ');
       const slow = [...samples].sort((a, b) => b.ttfbMs - a.ttfbMs).slice(0, 14);
-      // A column idle longer than keyrelay's quiet spell (30 s: ~4 columns at the default gap) was collected
-      // and trimmed before its step (src/cli/memory.ts), and its first burst pays for regrowing: not what a
-      // step of the bench, whose columns are idle ~7–20 s, measures.
-      const reclaim = s.logFile
-        ? idleReclaims(s.logFile).find(
-            (r) => r.reason !== 'start' && r.at < stepAt && r.at > (lastEnd.get(s.id) ?? 0),
-          )
-        : undefined;
+      // A column idle longer than keyrelay's quiet spell (30 s: ~4 columns at the default gap) began cold:
+      // not what a step of the bench, whose columns are idle ~7–20 s, measures.
+      const reclaim = s.logFile ? reclaimsBetween(s.logFile, lastEnd.get(s.id) ?? 0, stepAt)[0] : undefined;
       lastEnd.set(s.id, Date.now());
       console.log(
         `${k} rep ${rep}${reclaim ? ` (idle reclaim ${((stepAt - reclaim.at) / 1000).toFixed(1)} s before)` : ''}: n ${samples.length} p50 ${p50.toFixed(2)} p99 ${p99.toFixed(2)} max ${pct(ttfb, 100).toFixed(1)}` +
