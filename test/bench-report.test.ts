@@ -84,4 +84,40 @@ describe('bench verdicts', () => {
     const anthropic = lines.findIndex((l) => l.startsWith('64 streams anthropic first byte p99'));
     expect(lines[anthropic + 1] ?? '').not.toContain('CPU per stream');
   });
+
+  it('shows keyrelay with its request log off beside each timing target, and which of them it passes', () => {
+    const table = renderIssueTable(
+      {
+        saturation: {
+          bare: { rps: 10_000, cpu_us_per_req: 90 },
+          keyrelay: { rps: 6_900, cpu_us_per_req: 134 },
+          keyrelay_nolog: { rps: 9_800, cpu_us_per_req: 93 },
+        },
+        open_2000: {
+          bare: { p50: 1.1, p99: 3 },
+          keyrelay: { p50: 1.2, p99: 9 },
+          keyrelay_nolog: { p50: 1.2, p99: 14 },
+        },
+        stream_openai_c64: {
+          bare: { ttfb_p99: 10 },
+          keyrelay: { ttfb_p99: 15 },
+          keyrelay_nolog: { ttfb_p99: 9 },
+        },
+      },
+      true,
+    );
+    const lines = table.split('\n');
+    const under = (label: string) => lines[lines.findIndex((l) => l.startsWith(label)) + 1] ?? '';
+    expect(under('max throughput')).toMatch(
+      /^ {2}the same, request log off\s+10000\.00\s+9800\.00\s+×\s+0\.980\s+\(measured\)/,
+    );
+    expect(under('CPU per request')).toMatch(/93\.00\s+×\s+1\.033/);
+    expect(under('latency p99')).toMatch(/14\.00\s+\+ms\s+11\.00\s+\(measured\)/);
+    expect(under('64 streams openai first byte p99')).toMatch(/9\.00\s+×\s+0\.900/);
+    // Anthropic's step was not measured for it: no row, and no verdict.
+    expect(under('64 streams anthropic first byte p99')).not.toContain('request log off');
+    expect(line(table, 'keyrelay with its request log off')).toContain(
+      'throughput pass, CPU per request pass, p50 pass, p99 fail, openai first byte pass.',
+    );
+  });
 });
