@@ -21,6 +21,7 @@ import { KeyLimiter } from './limits/limiter.js';
 import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
 import { createRedisHolds, type SharedHolds } from './limits/redis-holds.js';
 import { LogQueue } from './log/queue.js';
+import { SpendRollup } from './log/spend-rollup.js';
 import type { RequestLogRow } from './types.js';
 import { startRetention } from './log/retention.js';
 import { createLogger } from './logger.js';
@@ -95,12 +96,6 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) => log.info(msg));
   log.info({ store: kind, driver, node: process.versions.node }, 'stores open');
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
-  // A budget's spend before an instance first saw its key is read from the request log (docs/limits.md);
-  // Redis keeps the shared total otherwise. With neither, a restart starts every budget's period over.
-  if (!config.requestLog && !config.redisUrl)
-    log.warn(
-      'request log off and no Redis: budgets count spend from this start (a restart forgets what keys spent)',
-    );
   let bus: KeyEventBus;
   let throttle: LoginThrottle;
   let sharedCounters: SharedCounters | null = null;
@@ -167,6 +162,9 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     metrics,
     log,
   );
+  // A budget's spend before an instance first saw its key is read from the request log (docs/limits.md);
+  // with the log off, from each key's hourly sums, kept instead of its rows.
+  const spend = new SpendRollup(logWriter, config.logFlushMs, log);
   const dispatcher = new Agent({
     connect: { timeout: config.connectTimeoutMs },
     // After a burst of 1,000 streams, a provider's long hint held 1,000 idle sockets (~8 KB of heap each
@@ -182,7 +180,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     config,
     keys,
     lastUsed,
-    record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : () => {},
+    record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : (row) => spend.add(row),
     limits,
     metrics,
     log,
@@ -245,6 +243,9 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
       const left = await queue.flush(config.drainTimeoutMs);
       if (left > 0) app.log.error({ left }, 'request log rows could not be written before exit');
       queue.close();
+      if (!(await spend.flush(config.drainTimeoutMs)))
+        app.log.error('key spend could not be written before exit');
+      spend.close();
       await logWriter.close();
       await app.close();
       await dispatcher.close();

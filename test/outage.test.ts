@@ -55,19 +55,24 @@ async function faultProxyTo(port: number): Promise<FaultProxy> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function countRows(keyId: string): Promise<number> {
+/** One number about a key, read straight from PostgreSQL (not through keyrelay). */
+async function readNumber(sql: string, keyId: string): Promise<number> {
   const client = new pg.Client({ connectionString: db.url, connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: string }>(
-      'SELECT count(*) AS n FROM requests WHERE key_id = $1',
-      [keyId],
-    );
+    const { rows } = await client.query<{ n: string }>(sql, [keyId]);
     return Number(rows[0]!.n);
   } finally {
     await client.end();
   }
 }
+
+const countRows = (keyId: string) =>
+  readNumber('SELECT count(*) AS n FROM requests WHERE key_id = $1', keyId);
+
+/** A key's hourly spend (the request log off keeps it instead of rows), in nanodollars. */
+const spentNanos = (keyId: string) =>
+  readNumber('SELECT COALESCE(SUM(cost_nanos), 0)::text AS n FROM key_spend WHERE key_id = $1', keyId);
 
 async function createKeyOn(client: Client, name: string): Promise<{ id: string; key: string }> {
   const r = await client.post('/keys', { name });
@@ -238,6 +243,45 @@ async function waitRedisUp(inst: Instance, value: 0 | 1): Promise<void> {
     (await redisUp(inst)) === value ? true : undefined,
   );
 }
+
+describe('PostgreSQL outage with the request log off', () => {
+  it('keeps what keys spent while PostgreSQL was away and writes it once it is back', async () => {
+    const pgProxy = await faultProxyTo(5432);
+    const kr = await start({
+      KEYRELAY_DATABASE_URL: db.url.replace('127.0.0.1:5432', pgProxy.host),
+      KEYRELAY_KEY_CACHE_TTL_MS: '60000',
+      KEYRELAY_LOG_FLUSH_MS: '100',
+      KEYRELAY_REQUEST_LOG: 'false',
+    });
+    const onKr = new Client(kr.url);
+    await onKr.signup(`spend-outage-${Date.now()}@example.com`);
+    const key = await createKeyOn(onKr, 'spend');
+    expect((await callProxy(kr.url, key.key)).status).toBe(200);
+    const oneCall = await waitFor("the first call's spend in key_spend", async () => {
+      const n = await spentNanos(key.id);
+      return n > 0 ? n : undefined;
+    });
+
+    pgProxy.cut('refuse');
+    for (let i = 0; i < 5; i++) expect((await callProxy(kr.url, key.key)).status).toBe(200);
+    await sleep(1_000); // a few flushes fail meanwhile
+    expect(await spentNanos(key.id)).toBe(oneCall);
+    pgProxy.restore();
+
+    // Each call bills the same: every one of the six is there, exactly, once.
+    const all = await waitFor(
+      'six calls in key_spend',
+      async () => {
+        const n = await spentNanos(key.id);
+        return n >= 6 * oneCall ? n : undefined;
+      },
+      30_000,
+      200,
+    );
+    expect(all).toBe(6 * oneCall);
+    expect(await countRows(key.id)).toBe(0);
+  }, 120_000);
+});
 
 describe('Redis outage', () => {
   const TTL_MS = 2_000;

@@ -6,10 +6,11 @@
  * Budgets are soft: a request is admitted while the spend so far is under the budget, and its cost is only
  * known when it ends, so requests in flight (and, across instances, one sync interval) can overshoot.
  */
+import { NANOS_PER_USD } from '../store/log-query.js';
 import type { BudgetPeriod } from '../store/types.js';
 import { periodBounds, secondsUntil } from './periods.js';
 
-export const NANOS_PER_USD = 1e9;
+export { NANOS_PER_USD };
 export const toNanos = (usd: number) => Math.round(usd * NANOS_PER_USD);
 
 export interface SpendState {

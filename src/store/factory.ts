@@ -17,6 +17,8 @@ export interface LogWriter {
    * queries on SQLite's reader) while the writer wrote those rows counted them twice.
    */
   spendSince: LogStore['spendSince'];
+  /** Spend kept without rows (the request log off), in line with the writes too. */
+  addSpend: LogStore['addSpend'];
   close(): Promise<void>;
 }
 
@@ -64,6 +66,7 @@ export async function openStores(
     const logWriter = {
       insertBatch: logStore.insertBatch.bind(logStore),
       spendSince: logStore.spendSince.bind(logStore),
+      addSpend: logStore.addSpend.bind(logStore),
       close: () => Promise.resolve(),
     };
     return { configStore, logStore, logWriter, kind: 'postgres', driver: 'pg' };

@@ -169,6 +169,20 @@ export function idsFrom(since: string): string {
   return idFloor(Date.parse(since) - ID_TIME_SLACK_MS);
 }
 
+/** Spend is added up in integer nanodollars: many tiny costs (and Redis INCRBY across instances) stay exact. */
+export const NANOS_PER_USD = 1e9;
+
+/**
+ * Hourly spend (LogStore.addSpend) is kept at least this long, whatever the log's retention: a budget reads
+ * its calendar month at most, and a bucket is one row a key and an hour.
+ */
+export const SPEND_KEEP_MS = 62 * 86_400_000;
+
+/** Buckets of hourly spend starting before this go with retention's `before` (never within SPEND_KEEP_MS). */
+export function spendBefore(before: string, now = Date.now()): string {
+  return new Date(Math.min(Date.parse(before), now - SPEND_KEEP_MS)).toISOString();
+}
+
 /** The cursor is the last id of the page; base64url keeps it opaque to clients. */
 export function encodeCursor(lastId: string): string {
   return Buffer.from(lastId, 'utf8').toString('base64url');

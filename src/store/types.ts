@@ -183,6 +183,13 @@ export interface InsertResult {
   rejected: number;
 }
 
+/** A key's spend in one UTC hour: `hour` is the hour's start (toISOString), amounts in nanodollars. */
+export interface SpendEntry {
+  key_id: string;
+  hour: string;
+  nanos: number;
+}
+
 export interface LogStore extends BatchStore {
   migrate(): Promise<void>;
   close(): Promise<void>;
@@ -206,6 +213,14 @@ export interface LogStore extends BatchStore {
   /** Deletes rows created before `before`; drops bodies of rows created before `bodiesBefore`. */
   prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }>;
   count(): Promise<number>;
-  /** Sum of the known cost_usd of a key's rows created at or after `since` (0 when none): budget spend. */
+  /**
+   * Budget spend since `since` (a period's start, on the hour), in USD: the known cost_usd of a key's rows
+   * created at or after it, plus what addSpend recorded in the hours starting at or after it.
+   */
   spendSince(keyId: string, since: string): Promise<number>;
+  /**
+   * Adds to keys' hourly spend: what budgets read where no row is written (the request log off), so that a
+   * restart still knows what a key spent. One entry per key and hour in a call; added to what is there.
+   */
+  addSpend(entries: readonly SpendEntry[]): Promise<void>;
 }

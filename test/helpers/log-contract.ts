@@ -532,6 +532,25 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.spendSince(key, new Date(T0 + 3 * HOUR).toISOString())).toBe(0);
       expect(await log.spendSince(`none-${key}`, new Date(T0).toISOString())).toBe(0);
     });
+
+    // What budgets read with the request log off (src/log/spend-rollup.ts): hourly sums instead of rows.
+    it("adds a key's hourly spend kept without rows, summed exactly, from the hour `since` starts", async () => {
+      const key = `key-${newId()}`;
+      const hour = (n: number) => new Date(T0 + n * HOUR).toISOString();
+      await log.insertBatch([makeLogRow({ account_id: acct, key_id: key, at: T0 + HOUR, cost_usd: 0.5 })]);
+      await log.addSpend([
+        { key_id: key, hour: hour(-1), nanos: 7_000_000_000 },
+        { key_id: key, hour: hour(0), nanos: 1 },
+        { key_id: `other-${key}`, hour: hour(0), nanos: 5_000_000_000 },
+      ]);
+      // Added to what the hour holds, past 2^32 nanodollars.
+      await log.addSpend([{ key_id: key, hour: hour(0), nanos: 4_250_000_000 }]);
+      await log.addSpend([]);
+      expect(await log.spendSince(key, hour(0))).toBeCloseTo(4.750000001, 12);
+      expect(await log.spendSince(key, hour(-1))).toBeCloseTo(11.750000001, 12);
+      expect(await log.spendSince(key, hour(2))).toBe(0);
+      expect(await log.spendSince(`other-${key}`, hour(0))).toBe(5);
+    });
   });
 
   describe('prune', () => {
@@ -554,6 +573,25 @@ export function describeLogStoreContract(ctx: LogContext): void {
       }
       expect(await log.prune(new Date(old + 5 * HOUR).toISOString())).toEqual({ deleted: 0 });
       expect(await log.prune(new Date(old + 12 * HOUR).toISOString())).toEqual({ deleted: 7 });
+    });
+
+    it("keeps keys' hourly spend 62 days whatever the retention, and drops it with the rows past that", async () => {
+      const key = `key-${newId()}`;
+      const now = Math.floor(Date.now() / HOUR) * HOUR;
+      const daysAgo = (d: number) => new Date(now - d * 24 * HOUR).toISOString();
+      await log.addSpend([
+        { key_id: key, hour: daysAgo(70), nanos: 3 },
+        { key_id: key, hour: daysAgo(40), nanos: 2 },
+        { key_id: key, hour: daysAgo(1), nanos: 1 },
+      ]);
+      await log.prune(daysAgo(7)); // a week's retention: a month's budget may still need the 40-day-old hour
+      expect(await log.spendSince(key, daysAgo(80))).toBe(3 / 1e9);
+      await log.prune(daysAgo(0));
+      expect(await log.spendSince(key, daysAgo(80))).toBe(3 / 1e9);
+      // A longer retention keeps hours as long as it keeps rows.
+      await log.addSpend([{ key_id: key, hour: daysAgo(80), nanos: 10 }]);
+      await log.prune(daysAgo(100));
+      expect(await log.spendSince(key, daysAgo(300))).toBe(13 / 1e9);
     });
 
     // Time ranges and retention go by id (ids start with their time): a row's created_at decides to the

@@ -151,6 +151,21 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX requests_key_id ON requests (key_id, id);
     `,
   },
+  {
+    version: 8,
+    name: 'key_spend',
+    // Budgets read a key's spend so far from its rows; with the request log off there are none, and a
+    // restart forgot what keys spent. Their cost is kept here instead, one row a key and an hour
+    // (LogStore.addSpend), in exact nanodollars.
+    sql: `
+      CREATE TABLE key_spend (
+        key_id text NOT NULL,
+        hour timestamptz NOT NULL,
+        cost_nanos bigint NOT NULL,
+        PRIMARY KEY (key_id, hour)
+      );
+    `,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */

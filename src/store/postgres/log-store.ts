@@ -22,6 +22,8 @@ import {
   idsBefore,
   idsFrom,
   sortBreakdown,
+  spendBefore,
+  NANOS_PER_USD,
   toUsageNumbers,
   type AggregateRow,
   type WhereDialect,
@@ -33,6 +35,7 @@ import type {
   Page,
   RequestFilter,
   RequestSummary,
+  SpendEntry,
   UsageBreakdownRow,
   UsagePoint,
 } from '../types.js';
@@ -361,6 +364,7 @@ export class PgLogStore implements LogStore {
         n = res.rowCount ?? 0;
       } while (n === PRUNE_CHUNK);
     }
+    await this.pool.query('DELETE FROM key_spend WHERE hour < $1', [spendBefore(before)]);
     return { deleted };
   }
 
@@ -376,6 +380,21 @@ export class PgLogStore implements LogStore {
        WHERE key_id = $1 AND id >= $2 AND created_at >= $3`,
       [keyId, idsFrom(since), toIso(since)],
     );
-    return rows[0]!.s;
+    const hourly = await this.pool.query<{ n: string }>(
+      'SELECT COALESCE(SUM(cost_nanos), 0)::text AS n FROM key_spend WHERE key_id = $1 AND hour >= $2',
+      [keyId, toIso(since)],
+    );
+    return rows[0]!.s + Number(hourly.rows[0]!.n) / NANOS_PER_USD;
+  }
+
+  async addSpend(entries: readonly SpendEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    // One statement: the entries arrive one per key and hour, so no row is updated twice in it.
+    await this.pool.query(
+      `INSERT INTO key_spend (key_id, hour, cost_nanos)
+       SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[])
+       ON CONFLICT (key_id, hour) DO UPDATE SET cost_nanos = key_spend.cost_nanos + excluded.cost_nanos`,
+      [entries.map((e) => e.key_id), entries.map((e) => toIso(e.hour)), entries.map((e) => String(e.nanos))],
+    );
   }
 }

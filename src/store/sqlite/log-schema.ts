@@ -154,4 +154,19 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX requests_key_id ON requests(key_id, id);
     `,
   },
+  {
+    version: 8,
+    name: 'key_spend',
+    // Budgets read a key's spend so far from its rows; with the request log off there are none, and a
+    // restart forgot what keys spent. Their cost is kept here instead, one row a key and an hour
+    // (LogStore.addSpend), in exact nanodollars.
+    sql: `
+      CREATE TABLE key_spend (
+        key_id TEXT NOT NULL,
+        hour TEXT NOT NULL,
+        cost_nanos INTEGER NOT NULL,
+        PRIMARY KEY (key_id, hour)
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
 ];

@@ -22,6 +22,7 @@ const CALLS = new Set<string>([
   'prune',
   'count',
   'spendSince',
+  'addSpend',
   'upsertBatch',
   'batchByOutputFile',
   'claimBatchResults',

@@ -23,6 +23,8 @@ import {
   scanSearchSql,
   searchWords,
   sortBreakdown,
+  NANOS_PER_USD,
+  spendBefore,
   toUsageNumbers,
   type AggregateRow,
 } from '../log-query.js';
@@ -32,6 +34,7 @@ import type {
   LogStore,
   Page,
   RequestFilter,
+  SpendEntry,
   RequestSummary,
   UsageBreakdownRow,
   UsagePoint,
@@ -380,6 +383,7 @@ export class SqliteLogStore implements LogStore {
       );
       while (strip.run(toIso(bodiesBefore), PRUNE_CHUNK).changes === PRUNE_CHUNK);
     }
+    this.stmt<[string]>('DELETE FROM key_spend WHERE hour < ?').run(spendBefore(before));
     return { deleted };
   }
 
@@ -389,9 +393,26 @@ export class SqliteLogStore implements LogStore {
 
   async spendSince(keyId: string, since: string): Promise<number> {
     // The period alone, through (key_id, id): ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
-    return this.stmt<[string, string, string], { s: number }>(
+    const logged = this.stmt<[string, string, string], { s: number }>(
       'SELECT COALESCE(SUM(cost_usd), 0) AS s FROM requests WHERE key_id = ? AND id >= ? AND created_at >= ?',
     ).get(keyId, idsFrom(since), toIso(since))!.s;
+    const hourly = this.stmt<[string, string], { n: number }>(
+      'SELECT COALESCE(SUM(cost_nanos), 0) AS n FROM key_spend WHERE key_id = ? AND hour >= ?',
+    ).get(keyId, toIso(since))!.n;
+    return logged + hourly / NANOS_PER_USD;
+  }
+
+  async addSpend(entries: readonly SpendEntry[]): Promise<void> {
+    const add = this.stmt<[string, string, number]>(
+      `INSERT INTO key_spend (key_id, hour, cost_nanos) VALUES (?, ?, ?)
+       ON CONFLICT (key_id, hour) DO UPDATE SET cost_nanos = cost_nanos + excluded.cost_nanos`,
+    );
+    this.db.transaction(
+      () => {
+        for (const e of entries) add.run(e.key_id, toIso(e.hour), e.nanos);
+      },
+      { immediate: true },
+    );
   }
 
   private dialect(params: (string | number)[]) {

@@ -12,6 +12,7 @@ import type {
   Page,
   RequestFilter,
   RequestSummary,
+  SpendEntry,
   UsageBreakdownRow,
   UsagePoint,
 } from '../types.js';
@@ -83,6 +84,9 @@ export class SqliteLogThread implements LogStore {
   }
   spendSince(keyId: string, since: string): Promise<number> {
     return this.call('spendSince', keyId, since);
+  }
+  addSpend(entries: readonly SpendEntry[]): Promise<void> {
+    return this.call('addSpend', entries);
   }
   upsertBatch: BatchStore['upsertBatch'] = (b) => this.call('upsertBatch', b);
   batchByOutputFile: BatchStore['batchByOutputFile'] = (provider, fileId) =>

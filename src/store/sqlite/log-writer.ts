@@ -6,7 +6,7 @@
  */
 import { DEFAULT_LOG_BATCH_BODY_CHARS } from '../../config.js';
 import type { RequestLogRow } from '../../types.js';
-import type { InsertResult } from '../types.js';
+import type { InsertResult, SpendEntry } from '../types.js';
 import { encodeRows } from './log-store.js';
 import { StoreThread } from './store-thread.js';
 
@@ -65,6 +65,10 @@ export class SqliteLogWriter {
   /** On the writer's own connection, after the batches sent before it (LogWriter.spendSince). */
   spendSince(keyId: string, since: string): Promise<number> {
     return this.thread.call<number>('spendSince', [keyId, since]);
+  }
+
+  addSpend(entries: readonly SpendEntry[]): Promise<void> {
+    return this.thread.call<void>('addSpend', [entries]);
   }
 
   close(): Promise<void> {

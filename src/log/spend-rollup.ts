@@ -1,0 +1,112 @@
+/**
+ * With the request log off, what budgets would have read from its rows: each key's cost, summed by UTC
+ * hour in memory and added to the log store's `key_spend` every flush interval (LogStore.addSpend). Without
+ * it a restart forgot what keys had spent (Redis keeps a shared total, but only while Redis keeps it).
+ * A failed write keeps its sums for the next one; a crash loses at most one interval, a stop none.
+ */
+import type { Logger } from 'pino';
+import { toNanos } from '../limits/spend.js';
+import type { LogWriter } from '../store/factory.js';
+import type { SpendEntry } from '../store/types.js';
+import type { RequestLogRow } from '../types.js';
+
+const HOUR_MS = 3_600_000;
+const MAX_BACKOFF_MS = 5_000;
+
+interface Bucket {
+  key_id: string;
+  hourMs: number;
+  nanos: number;
+}
+
+export class SpendRollup {
+  private buckets = new Map<string, Bucket>();
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> | null = null;
+  private failures = 0;
+  private closed = false;
+
+  constructor(
+    private readonly writer: Pick<LogWriter, 'addSpend'>,
+    private readonly flushMs: number,
+    private readonly log: Pick<Logger, 'warn' | 'info'>,
+  ) {}
+
+  /** The row the log would have kept: only its key, time and cost are read. */
+  add(row: RequestLogRow): void {
+    if (row.key_id === null || row.cost_usd === null || !(row.cost_usd > 0)) return;
+    const hourMs = Math.floor(Date.parse(row.created_at) / HOUR_MS) * HOUR_MS;
+    this.addNanos(row.key_id, hourMs, toNanos(row.cost_usd));
+    this.schedule(this.flushMs);
+  }
+
+  private addNanos(keyId: string, hourMs: number, nanos: number): void {
+    const id = `${keyId} ${hourMs}`;
+    const b = this.buckets.get(id);
+    if (b) b.nanos += nanos;
+    else this.buckets.set(id, { key_id: keyId, hourMs, nanos });
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.closed || this.timer || this.writing) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.writeOnce();
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** Writes what is summed so far; never rejects. */
+  private writeOnce(): Promise<void> {
+    if (this.writing) return this.writing;
+    if (this.buckets.size === 0) return Promise.resolve();
+    const taken = [...this.buckets.values()];
+    this.buckets = new Map();
+    const entries: SpendEntry[] = taken.map((b) => ({
+      key_id: b.key_id,
+      hour: new Date(b.hourMs).toISOString(),
+      nanos: b.nanos,
+    }));
+    this.writing = this.writer
+      .addSpend(entries)
+      .then(() => {
+        if (this.failures > 0) this.log.info('key spend is writable again');
+        this.failures = 0;
+      })
+      .catch((err: unknown) => {
+        // Kept: added back to what came in meanwhile, for the next write.
+        for (const b of taken) this.addNanos(b.key_id, b.hourMs, b.nanos);
+        this.failures++;
+        if (this.failures === 1 || this.failures % 20 === 0)
+          this.log.warn({ err, failures: this.failures }, 'key spend write failed; kept for the next');
+      })
+      .finally(() => {
+        this.writing = null;
+        if (this.buckets.size === 0) return;
+        const backoff = this.failures ? Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6)) : 0;
+        this.schedule(Math.max(backoff, this.flushMs));
+      });
+    return this.writing;
+  }
+
+  /** Writes everything summed (graceful shutdown), retrying a failing store until the deadline. */
+  async flush(deadlineMs = 30_000): Promise<boolean> {
+    const until = Date.now() + deadlineMs;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    while (this.buckets.size > 0 || this.writing) {
+      const before = this.failures;
+      await (this.writing ?? this.writeOnce());
+      if (this.failures === before) continue;
+      if (Date.now() >= until) return false;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return true;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
