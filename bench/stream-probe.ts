@@ -4,7 +4,7 @@
  * start). Same processes and pinning as the bench (proxies on CPU 1, upstream and load on CPU 0), the same
  * pause between a subject's steps as the bench leaves (its other columns run meanwhile).
  *   npx tsx bench/stream-probe.ts [--reps 5] [--gap-ms 6000] [--provider openai] [--env KEYRELAY_X=1]
- *     [--node-flag --trace-gc] [--no-build] [--variant nolog:KEYRELAY_REQUEST_LOG=false,KEYRELAY_X=2]
+ *     [--node-flag --trace-gc] [--no-build] [--fill-ms 15000] [--variant nolog:KEYRELAY_REQUEST_LOG=false,KEYRELAY_X=2]
  *     [--variant before:main=/tmp/worktree]   (main=DIR: the keyrelay built in DIR, e.g. a worktree of another commit)
  *     [--variant stgc:--single-threaded-gc]   (an item starting with -- is a node flag for that column alone)
  * --warm ID keeps that column's log writer running between its steps (one request a second).
@@ -159,6 +159,10 @@ for (const s of subjects) {
   await closed(s, 32, 2000);
   for (const p of ['openai', 'anthropic'] as const) await streamStep(s, p, 0, 1000);
 }
+// --fill-ms N: then 64 callers non-streaming for N ms on each column, as the bench's saturation steps do
+// before its stream steps (they leave each keyrelay's log ~110,000 rows long).
+const fillMs = Number(arg('--fill-ms', '0'));
+if (fillMs > 0) for (const s of subjects) await closed(s, 64, fillMs);
 // --warm ID (repeatable): one request a second to that column while it is not measured, so its log writer
 // (which exits after 3 s without writes) is running when its step starts.
 const warm = new Set(all('--warm'));
