@@ -10,7 +10,6 @@ import { NANOS_PER_USD } from '../store/log-query.js';
 import type { BudgetPeriod } from '../store/types.js';
 import { periodBounds, secondsUntil } from './periods.js';
 
-export { NANOS_PER_USD };
 export const toNanos = (usd: number) => Math.round(usd * NANOS_PER_USD);
 
 export interface SpendState {

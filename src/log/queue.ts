@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
 import type { LogStore } from '../store/types.js';
 import type { RequestLogRow } from '../types.js';
+import { backoffMs, writeAll } from './retry.js';
 
 export interface LogQueueOptions {
   batchSize: number;
@@ -33,8 +34,6 @@ function bodyChars(row: RequestLogRow): number {
     (row.response_search_text?.length ?? 0)
   );
 }
-
-const MAX_BACKOFF_MS = 5_000;
 
 export class LogQueue {
   private rows: RequestLogRow[] = [];
@@ -142,31 +141,27 @@ export class LogQueue {
         this.writing = null;
         this.metrics.logQueueDepth.set(this.rows.length);
         if (this.rows.length === 0 || this.closed) return;
-        const backoff = this.failures ? Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6)) : 0;
+        const backoff = backoffMs(this.failures);
         const full = this.rows.length >= this.opts.batchSize || this.chars >= this.opts.batchBodyChars;
         this.schedule(full ? backoff : Math.max(backoff, this.opts.flushMs));
       });
     return this.writing;
   }
 
-  /**
-   * Writes everything queued (graceful shutdown) and reports what is left. The deadline bounds retrying a
-   * store that fails, not writing to one that works: a first write that starts the SQLite writer's worker on
-   * a loaded machine outlasted a short deadline, and the rows behind it were lost with the store healthy.
-   */
+  /** Writes everything queued (graceful shutdown, retry.ts writeAll) and reports what is left. */
   async flush(deadlineMs = 30_000): Promise<number> {
-    const until = Date.now() + deadlineMs;
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    while (this.rows.length > 0) {
-      const before = this.failures;
-      await (this.writing ?? this.writeOnce());
-      if (this.failures === before) continue;
-      if (Date.now() >= until) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await writeAll(
+      {
+        pending: () => this.rows.length > 0,
+        failures: () => this.failures,
+        write: () => this.writing ?? this.writeOnce(),
+      },
+      deadlineMs,
+    );
     return this.rows.length;
   }
 

@@ -9,9 +9,9 @@ import { toNanos } from '../limits/spend.js';
 import type { LogWriter } from '../store/factory.js';
 import type { SpendEntry } from '../store/types.js';
 import type { RequestLogRow } from '../types.js';
+import { backoffMs, writeAll } from './retry.js';
 
 const HOUR_MS = 3_600_000;
-const MAX_BACKOFF_MS = 5_000;
 
 interface Bucket {
   key_id: string;
@@ -83,25 +83,23 @@ export class SpendRollup {
       .finally(() => {
         this.writing = null;
         if (this.buckets.size === 0) return;
-        const backoff = this.failures ? Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6)) : 0;
-        this.schedule(Math.max(backoff, this.flushMs));
+        this.schedule(Math.max(backoffMs(this.failures), this.flushMs));
       });
     return this.writing;
   }
 
-  /** Writes everything summed (graceful shutdown), retrying a failing store until the deadline. */
-  async flush(deadlineMs = 30_000): Promise<boolean> {
-    const until = Date.now() + deadlineMs;
+  /** Writes everything summed (graceful shutdown, retry.ts writeAll); false when some could not be. */
+  flush(deadlineMs = 30_000): Promise<boolean> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    while (this.buckets.size > 0 || this.writing) {
-      const before = this.failures;
-      await (this.writing ?? this.writeOnce());
-      if (this.failures === before) continue;
-      if (Date.now() >= until) return false;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    return true;
+    return writeAll(
+      {
+        pending: () => this.buckets.size > 0 || this.writing !== null,
+        failures: () => this.failures,
+        write: () => this.writing ?? this.writeOnce(),
+      },
+      deadlineMs,
+    );
   }
 
   close(): void {
