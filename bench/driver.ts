@@ -15,6 +15,7 @@ import type {
   JobResult,
   OpenResult,
   ProviderName,
+  SlowRequest,
   StreamResult,
   Target,
 } from './protocol.js';
@@ -136,15 +137,21 @@ async function runOpen(job: Extract<Job, { kind: 'open' }>): Promise<OpenResult>
     };
     setTimeout(tick, 10);
   });
+  const summary = summarize(latency);
+  const slowest: SlowRequest[] = [];
+  for (let idx = 0; idx < total; idx++)
+    if (latency[idx]! >= summary.p99)
+      slowest.push({ at: performance.timeOrigin + start + idx * interval, ms: latency[idx]! });
   return {
     kind: 'open',
     sent: total,
     ok,
     errors,
     achievedRps: (total * 1000) / (lastEnd - start),
-    latency: summarize(latency),
+    latency: summary,
     service: summarize(service),
     scheduleLag: summarize(lag),
+    slowest,
     driver: { cpuShare: 0, eventLoopP99Ms: 0 },
   };
 }

@@ -1,12 +1,12 @@
 /** Building, seeding and starting keyrelay from the built code, as an operator would run it. */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { openConnection } from '../src/store/sqlite/driver.js';
-import { freePort, startBenchServer, startProcess, type Child } from './processes.js';
-import type { Target } from './protocol.js';
+import { START_FLAGS } from '../test/helpers/process.js';
+import { freePort, startProcess, type Child } from './processes.js';
 
 const run = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -40,15 +40,19 @@ export async function buildServer(): Promise<string | null> {
   }
 }
 
-/** The environment keyrelay sees: ours without any KEYRELAY_* (a stray DATABASE_URL would switch stores). */
+/**
+ * The environment keyrelay sees: ours without any KEYRELAY_* (a stray DATABASE_URL would switch stores) or
+ * OTEL_* (an exporting shell would turn OpenTelemetry on in every column; the "kr otel" column sets its own).
+ */
 function cleanEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env))
-    if (v !== undefined && !k.startsWith('KEYRELAY_')) env[k] = v;
+    if (v !== undefined && !k.startsWith('KEYRELAY_') && !k.startsWith('OTEL_')) env[k] = v;
   return { ...env, ...extra };
 }
 
-export async function createBenchKey(dataDir: string): Promise<string> {
+/** A user and its key in `dataDir`; `limits` are `keys limits` flags for the key, e.g. ['--tpm', '1000']. */
+export async function createBenchKey(dataDir: string, limits: string[] = []): Promise<string> {
   // `users create` refuses a data dir without keyrelay's schema (only serve and migrate create one).
   await run(process.execPath, [MAIN, 'migrate'], {
     cwd: ROOT,
@@ -71,6 +75,11 @@ export async function createBenchKey(dataDir: string): Promise<string> {
   const parsed = JSON.parse(stdout) as { key?: { key?: string } };
   const key = parsed.key?.key;
   if (!key) throw new Error(`users create printed no key: ${stdout.slice(0, 300)}`);
+  if (limits.length > 0)
+    await run(process.execPath, [MAIN, 'keys', 'limits', key, ...limits], {
+      cwd: ROOT,
+      env: cleanEnv({ KEYRELAY_DATA_DIR: dataDir, KEYRELAY_LOG_LEVEL: 'warn' }),
+    });
   return key;
 }
 
@@ -92,71 +101,6 @@ export interface KeyrelayStart {
   build?: string;
 }
 
-/** A keyrelay column of a probe: its name, settings (NAME=VALUE), build (main=DIR) and its own node flags. */
-export interface Variant {
-  name: string;
-  env: Record<string, string>;
-  main: string | undefined;
-  flags: string[];
-}
-
-/**
- * `name:` then comma-separated items: NAME=VALUE a setting, main=DIR the keyrelay built in DIR (a worktree of
- * another commit), an item starting with -- a node flag; e.g. `nolog:KEYRELAY_REQUEST_LOG=false` or
- * `stgc:--single-threaded-gc`.
- */
-export function parseVariant(spec: string): Variant {
-  const [name, list = ''] = spec.split(/:(.*)/s);
-  const items = list.split(',').filter(Boolean);
-  const settings = Object.fromEntries(
-    items.filter((e) => !e.startsWith('--')).map((e) => e.split(/=(.*)/s, 2) as [string, string]),
-  );
-  const { main, ...env } = settings;
-  return { name: name!, env, main, flags: items.filter((e) => e.startsWith('--')) };
-}
-
-/**
- * A variant's keyrelay in its own data dir with a key, pinned to CPU 1 like the bench's: `nodeFlags` and `env`
- * come before the variant's own.
- */
-export async function startVariant(
-  v: Variant,
-  o: {
-    dataDir: string;
-    upstream: string;
-    nodeFlags?: string[];
-    env?: Record<string, string>;
-    logFile?: string;
-  },
-): Promise<{ child: Child; key: string; target: Target }> {
-  mkdirSync(o.dataDir, { recursive: true });
-  const key = await createBenchKey(o.dataDir);
-  const child = await startKeyrelay({
-    dataDir: o.dataDir,
-    upstream: o.upstream,
-    requestLog: v.env.KEYRELAY_REQUEST_LOG !== 'false',
-    pin: '1',
-    build: v.main,
-    env: { ...o.env, ...v.env },
-    nodeFlags: [...(o.nodeFlags ?? []), ...v.flags],
-    logFile: o.logFile,
-  });
-  return { child, key, target: keyrelayTarget(v.name, `http://127.0.0.1:${child.port}`, key) };
-}
-
-/** What the load driver sends to a keyrelay at `origin`: both providers' paths, the key and fake credentials. */
-export function keyrelayTarget(name: string, origin: string, key: string): Target {
-  return {
-    name,
-    origin,
-    paths: { openai: '/api/proxy/openai/v1/chat/completions', anthropic: '/api/proxy/anthropic/v1/messages' },
-    headers: {
-      openai: { 'proxy-api-key': key, authorization: 'Bearer sk-bench' },
-      anthropic: { 'proxy-api-key': key, 'x-api-key': 'sk-ant-bench', 'anthropic-version': '2023-06-01' },
-    },
-  };
-}
-
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
   const port = await freePort();
   const env = cleanEnv({
@@ -170,7 +114,9 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
     ...o.env,
     ...(o.requestLog ? {} : { KEYRELAY_REQUEST_LOG: 'false' }),
   });
+  // As shipped: `npm start`'s node flags first (package.json), then the bench's own.
   const nodeArgs = [
+    ...START_FLAGS,
     ...(o.nodeFlags ?? []),
     ...(o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : []),
   ];
@@ -231,21 +177,6 @@ export function inspectLog(dataDir: string): LogSummary | null {
   } catch {
     return null;
   }
-}
-
-/**
- * The single-keyrelay probes' set-up (stream-alloc.ts, syscalls.ts): the fake upstream on CPU 0, a bench key in
- * a fresh data dir under `tmp`, keyrelay started on it. Call after useScriptDir().
- */
-export async function startProbe(
-  tmp: string,
-  o: Omit<KeyrelayStart, 'dataDir' | 'upstream'>,
-): Promise<{ upstream: Child; kr: Child; key: string }> {
-  const upstream = await startBenchServer('upstream.ts', [], '0');
-  const dataDir = join(tmp, 'data');
-  const key = await createBenchKey(dataDir);
-  const kr = await startKeyrelay({ ...o, dataDir, upstream: `http://127.0.0.1:${upstream.port}` });
-  return { upstream, kr, key };
 }
 
 /**

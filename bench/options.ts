@@ -32,6 +32,13 @@ export interface Options {
   pin: boolean;
   /** A keyrelay column with KEYRELAY_LOG_SEARCH=false: no full-text index (--no-fts-column to leave it out). */
   noSearchColumn: boolean;
+  /** A keyrelay column whose key has a hard budget and a TPM limit (--no-limits-column to leave it out). */
+  limitsColumn: boolean;
+  /**
+   * A keyrelay column exporting OpenTelemetry (OTLP/HTTP protobuf, the SDK's default batching) to a local
+   * collector that answers at once (--otel): export on beside the same keyrelay with it off.
+   */
+  otel: boolean;
   /** Also run bench/websocket.ts afterwards. */
   ws: boolean;
   nice: boolean;
@@ -39,12 +46,12 @@ export interface Options {
   node: string;
   /** Extra node flags for keyrelay (--node-flag, repeatable), e.g. --max-semi-space-size=4. */
   nodeFlags: string[];
-  /** Extra KEYRELAY_* settings for both keyrelay processes (--env NAME=VALUE, repeatable). */
+  /** Extra environment for both keyrelay processes (--env NAME=VALUE, repeatable). */
   env: Record<string, string>;
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--no-limits-column] [--otel] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
   --quick        one repetition of short runs (~2 min with the two 33 s idle waits)
   --reps N       repetitions per measurement (median reported; default 3)
   --rates A,B    fixed request rates of the open-loop latency steps (default 2000)
@@ -57,11 +64,15 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--stre
   --no-pin       do not pin: by default every proxy runs on CPU 1 alone (taskset, all its threads),
                  the driver and the fake upstream on CPU 0
   --no-fts-column  leave out the "kr no-FTS" column (keyrelay with KEYRELAY_LOG_SEARCH=false)
+  --no-limits-column  leave out the "kr limits" column (keyrelay whose key has a hard budget and a
+                 tokens-per-minute limit, both far from reached)
+  --otel         add the "kr otel" column: keyrelay exporting OpenTelemetry traces and metrics to a
+                 local OTLP/HTTP collector (bench/otlp-sink.ts); the notes give export on − off
   --ws           also run the WebSocket bench (npm run bench:ws) afterwards
   --nice         run the bench's processes at nice -15 (root): steadier numbers on a busy shared machine
   --node PATH    node binary for both proxies, e.g. /opt/node24/node_modules/node/bin/node
   --node-flag F  extra node flag for keyrelay, e.g. --node-flag --max-semi-space-size=4 (repeatable)
-  --env N=V      extra setting for keyrelay, e.g. --env KEYRELAY_LOG_BATCH_SIZE=100 (repeatable)
+  --env N=V      extra environment for keyrelay, e.g. --env KEYRELAY_REQUEST_LOG=false (repeatable)
   --out FILE     JSON output path (default bench/results/<timestamp>.json)`;
 
 export function parseOptions(argv: string[]): Options {
@@ -91,6 +102,8 @@ export function parseOptions(argv: string[]): Options {
     pin: true,
     ws: false,
     noSearchColumn: true,
+    limitsColumn: true,
+    otel: false,
     nice: false,
     env: {},
     node: process.execPath,
@@ -112,10 +125,12 @@ export function parseOptions(argv: string[]): Options {
     else if (a === '--stages-only') o.stagesOnly = true;
     else if (a === '--ws') o.ws = true;
     else if (a === '--no-fts-column') o.noSearchColumn = false;
+    else if (a === '--no-limits-column') o.limitsColumn = false;
+    else if (a === '--otel') o.otel = true;
     else if (a === '--rates') o.rates = numbers(argv[++i]);
     else if (a === '--streams') o.streamConcurrency = numbers(argv[++i]);
     else if (a === '--nice') o.nice = true;
-    else if (a === '--env' && /^KEYRELAY_\w+=/.test(argv[i + 1] ?? '')) {
+    else if (a === '--env' && /^[A-Z_][A-Z0-9_]*=/.test(argv[i + 1] ?? '')) {
       const [name, ...value] = argv[++i]!.split('=');
       o.env[name!] = value.join('=');
     } else if (a === '--out') o.out = argv[++i] ?? null;

@@ -45,6 +45,12 @@ export interface DriverSelf {
   eventLoopP99Ms: number;
 }
 
+/** One request of an open-loop step's slowest 1 %: when it was due (epoch ms) and how long it took. */
+export interface SlowRequest {
+  at: number;
+  ms: number;
+}
+
 export interface OpenResult {
   kind: 'open';
   sent: number;
@@ -57,6 +63,8 @@ export interface OpenResult {
   service: Summary;
   /** How late the timer fired against the schedule (driver-side noise, same for every target). */
   scheduleLag: Summary;
+  /** The requests at or over the latency p99 (tail.ts accounts for their time). */
+  slowest: SlowRequest[];
   driver: DriverSelf;
 }
 

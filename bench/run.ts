@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: the fake upstream, a bare node proxy, keyrelay (request log on, and off) and the load
- * driver, each in its own process on 127.0.0.1. Every step is repeated and interleaved across targets so a
+ * `npm run bench`: the fake upstream, a bare node proxy, keyrelay (as shipped, and with the request log, body
+ * logging or the full-text index off, and with a key that has limits) and the load driver, each in its own process on 127.0.0.1. Every step is repeated and interleaved across targets so a
  * slow moment hits all columns alike; the median is reported. Prints a table, writes JSON.
  */
 import { execFileSync } from 'node:child_process';
@@ -13,7 +13,7 @@ import { parseOptions } from './options.js';
 import { readCpuMs, readHeapMb, readRssMb, readThreadCpuMs, threadDelta } from './processes.js';
 import { summarizeProfiles } from './profile-summary.js';
 import type { ClosedResult, StreamResult } from './protocol.js';
-import { aggregate, evaluate, renderFooter, renderIssueTable, renderTable, type Raw } from './report.js';
+import { aggregate, evaluate, renderFooter, renderTargetTable, renderTable, type Raw } from './report.js';
 import {
   measureHold,
   measureOpen,
@@ -205,7 +205,7 @@ const reclaims = proxies
       .filter((r) => r.at <= afterRead)
       .at(-1);
     // One between two of the subject's steps (idle 30 s: a slow machine's long steps) made the later step
-    // start cold: not the warm process the issue's targets are about.
+    // start cold: not the warm process the targets are about.
     const starts = stepStarts[s.id] ?? [];
     const during = starts.slice(1).reduce((n, t, i) => n + reclaimsBetween(file, starts[i]!, t).length, 0);
     return (
@@ -224,10 +224,6 @@ for (const s of subjects) {
 }
 removeDirs(Object.values(setup.dataDirs));
 const profile = profileDir ? summarizeProfiles(profileDir, 25) : null;
-
-// Issue #13's bound: the CPU a hard budget and a tokens-per-minute limit add to a request (bench/limits.ts),
-// on keyrelay's core like the proxies.
-const limitsText = opts.stagesOnly || !opts.keyrelay ? null : runLimitsBench(opts.pin, opts.quick);
 
 const results = aggregate(raw);
 const checks = evaluate(results);
@@ -252,7 +248,6 @@ const report = {
   log_rows: logRows,
   profile,
   stages,
-  limits: limitsText,
   raw,
 };
 const outFile = opts.out ?? join(resultsDir, `${stamp}.json`);
@@ -266,7 +261,7 @@ console.log(
   ),
 );
 console.log(renderFooter(report.meta, logRows, results, profile?.text ?? null));
-console.log(`\n${renderIssueTable(results, opts.pin)}`);
+console.log(`\n${renderTargetTable(results, opts.pin)}`);
 if (reclaims.length > 0)
   console.log(
     `"RSS after load" was read ${((afterRead - loadEnded) / 1000).toFixed(0)} s after the bench's last load ` +
@@ -280,22 +275,7 @@ if (stages) {
   );
   console.log(stages.text);
 }
-if (limitsText) console.log(`\nLimits (issue #13, \`npm run bench:limits\`):\n${limitsText}`);
 console.log(`\nJSON: ${outFile}`);
-
-function runLimitsBench(pin: boolean, quick: boolean): string {
-  const args = ['--import', 'tsx', join(ROOT, 'bench/limits.ts'), '--rounds', quick ? '5' : '15'];
-  if (quick) args.push('--requests', '5000');
-  log('limits: a hard budget and a tokens-per-minute limit against no limits…');
-  try {
-    const out = pin
-      ? execFileSync('taskset', ['-c', '1', process.execPath, ...args], { cwd: ROOT, encoding: 'utf8' })
-      : execFileSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8' });
-    return out.trim();
-  } catch (err) {
-    return `limits bench failed: ${String(err).slice(0, 500)}`;
-  }
-}
 
 // The WebSocket scenario (bench/websocket.ts: beside a bare ws relay), in its own processes, after the above;
 // only with --ws (or `npm run bench:ws` alone), to keep the HTTP run within a few minutes.

@@ -11,9 +11,17 @@ import {
   type Driver,
 } from './processes.js';
 import { round } from './stats.js';
+import { sampleThreads, tailAccount } from './tail.js';
 
 export type SubjectId =
-  'direct' | 'bare' | 'keyrelay' | 'keyrelay_nolog' | 'keyrelay_nobody' | 'keyrelay_nosearch';
+  | 'direct'
+  | 'bare'
+  | 'keyrelay'
+  | 'keyrelay_nolog'
+  | 'keyrelay_nobody'
+  | 'keyrelay_nosearch'
+  | 'keyrelay_limits'
+  | 'keyrelay_otel';
 
 /** One column of the table: where requests go and which process's CPU and memory count. */
 export interface Subject {
@@ -34,9 +42,21 @@ export interface Subject {
 export type Row = Record<string, number | null>;
 
 export async function measureOpen(d: Driver, s: Subject, rate: number, ms: number): Promise<Row> {
+  const stopSampling = s.id === 'direct' ? null : sampleThreads(s.pid);
   const r = await d.run<OpenResult>({ kind: 'open', target: s.target, rate, durationMs: ms });
+  const tail = stopSampling ? tailAccount(s.pid, stopSampling(), r.slowest) : null;
   s.sent += r.sent;
+  const pct = (x: number | undefined): number | null => (x === undefined ? null : round(x * 100, 1));
   return {
+    // Shares of wall time (%) in the slowest 1 %'s windows and over the whole step (tail.ts).
+    tail_main_run_pct: pct(tail?.slowest.mainRun),
+    tail_main_wait_pct: pct(tail?.slowest.mainWait),
+    tail_writer_run_pct: pct(tail?.slowest.writerRun),
+    tail_others_run_pct: pct(tail?.slowest.othersRun),
+    all_main_run_pct: pct(tail?.all.mainRun),
+    all_main_wait_pct: pct(tail?.all.mainWait),
+    all_writer_run_pct: pct(tail?.all.writerRun),
+    all_others_run_pct: pct(tail?.all.othersRun),
     p50: r.latency.p50,
     p90: r.latency.p90,
     p99: r.latency.p99,

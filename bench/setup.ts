@@ -26,6 +26,17 @@ export interface Setup {
   teardown: () => Promise<void>;
 }
 
+const LIMITED_KEY = [
+  '--budget-usd',
+  '1000000',
+  '--budget-mode',
+  'hard',
+  '--budget-period',
+  'month',
+  '--tpm',
+  '1000000000',
+];
+
 function makeTarget(id: SubjectId, origin: string, prefix: string, key?: string): Target {
   const proxy: Record<string, string> = key ? { 'proxy-api-key': key } : {};
   return {
@@ -53,6 +64,9 @@ export async function startAll(
   // instances per machine, so keyrelay cannot count on a spare core for its writer thread.
   const pinProxy = opts.pin ? '1' : undefined;
   const pinLoad = opts.pin ? '0' : undefined;
+  // The bench itself samples the proxies' threads during steps (tail.ts): on the load's core, never on the
+  // proxies'.
+  if (pinLoad) execFileSync('taskset', ['-a', '-p', '-c', pinLoad, String(process.pid)], { stdio: 'ignore' });
   const compiled = compileBench();
   useScriptDir(compiled.dir);
   const children: Child[] = [];
@@ -81,17 +95,32 @@ export async function startAll(
         buildWarning = await buildServer();
         if (buildWarning) log(buildWarning);
       }
-      for (const [id, requestLog, extra] of [
-        ['keyrelay', true, {}],
-        ['keyrelay_nolog', false, {}],
-        ['keyrelay_nobody', true, { KEYRELAY_BODY_LOG_BYTES: '0' }],
-        ['keyrelay_nosearch', true, { KEYRELAY_LOG_SEARCH: 'false' }],
-      ] as const) {
+      // The collector of the OpenTelemetry column shares the load's core, like the fake upstream.
+      const sink = opts.otel ? await startBenchServer('otlp-sink.ts', [], pinLoad) : null;
+      if (sink) children.push(sink);
+      const columns: [SubjectId, boolean, Record<string, string>, string[]][] = [
+        ['keyrelay', true, {}, []],
+        ['keyrelay_nolog', false, {}, []],
+        ['keyrelay_nobody', true, { KEYRELAY_BODY_LOG_BYTES: '0' }, []],
+        ['keyrelay_nosearch', true, { KEYRELAY_LOG_SEARCH: 'false' }, []],
+        // A key with a hard budget and a tokens-per-minute limit, both far from reached: what checking and
+        // settling a key's limits costs each request, beside the same keyrelay with a key without limits.
+        ['keyrelay_limits', true, {}, LIMITED_KEY],
+      ];
+      if (sink)
+        columns.push([
+          'keyrelay_otel',
+          true,
+          { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}` },
+          [],
+        ]);
+      for (const [id, requestLog, extra, limits] of columns) {
         if (id === 'keyrelay_nosearch' && !opts.noSearchColumn) continue;
+        if (id === 'keyrelay_limits' && !opts.limitsColumn) continue;
         const dataDir = join(tmp, id);
         mkdirSync(dataDir);
         dataDirs[id] = dataDir;
-        const key = await createBenchKey(dataDir);
+        const key = await createBenchKey(dataDir, limits);
         const kr = await startKeyrelay({
           dataDir,
           upstream: upOrigin,

@@ -60,7 +60,7 @@ const RULES: Rule[] = [
   { stage: 'row building', files: ['exchange', 'record', 'ids', 'log-row', 'row'], functions: ['toLogRow'] },
   { stage: 'queueing', files: ['queue'] },
   // Wall-clock samples: posting a batch wakes the writer, which the scheduler runs at once on the shared core,
-  // so this row also holds the event loop's wait inside postMessage (docs/performance.md, "Seventh pass").
+  // so this row also holds the event loop's wait inside postMessage, not only the hand-over's own work.
   {
     stage: 'writer hand-over (main thread, incl. waits)',
     files: ['log-writer'],
@@ -92,7 +92,10 @@ const RULES: Rule[] = [
   { stage: 'stream back', files: ['pump', 'stream-back', 'respond'] },
   { stage: 'metrics', files: ['metrics', 'prom-client/'] },
   { stage: 'errors', files: ['errors'] },
-  { stage: 'handler glue (handle, app, guard)', files: ['handle', 'app', 'http-guard', 'server', 'proxy'] },
+  {
+    stage: 'handler glue (handle, app, guard)',
+    files: ['handle', 'admission', 'app', 'http-guard', 'server', 'proxy'],
+  },
   {
     stage: 'node:http (parse, respond)',
     files: ['node:_http_server', 'node:_http_incoming', 'node:_http_common', 'node:_http_outgoing'],

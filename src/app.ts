@@ -17,6 +17,10 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { registerConsoleApi } from './console-api/index.js';
+import type { TailBus } from './log/tail.js';
+import { errorBody } from './console-api/error-handler.js';
+import { CONSOLE_ERRORS } from './console-api/errors.js';
+import { ProxyError, renderWrongBaseUrl } from './errors.js';
 import { securityHeaders } from './console-api/security.js';
 import type { LoginThrottle } from './accounts/throttle.js';
 import type { KeyEventBus } from './keys/events.js';
@@ -35,6 +39,8 @@ export interface AppDeps {
   bus: KeyEventBus;
   throttle: LoginThrottle;
   metrics: Metrics;
+  /** New log rows for the console's live tail; absent, the console has none. */
+  tail?: TailBus;
   /** The proxy's services (the WebSocket proxy shares them: src/server.ts). */
   proxy: ProxyServices;
   shutdown: Shutdown;
@@ -58,20 +64,14 @@ function isProxyRequest(url: string): boolean {
 const PROVIDER_API_PATH =
   /^\/(v1(\/|$|\?)|(chat\/completions|completions|embeddings|models|responses|messages)(\/|$|\?))/;
 
-/** OpenAI's error shape (Anthropic's SDK reads it too), naming the base URLs to use instead. */
-function wrongBaseUrl(publicUrl: string) {
+/** `wrong_base_url`, naming the base URLs to use instead. */
+function wrongBaseUrl(publicUrl: string): ProxyError {
   const base = publicUrl.replace(/\/+$/, '');
-  return {
-    type: 'error',
-    error: {
-      type: 'invalid_request_error',
-      code: 'wrong_base_url',
-      param: null,
-      message:
-        `This is keyrelay, not the provider's API: set your SDK's base URL to ${base}/api/proxy/openai/v1 ` +
-        `(OpenAI) or ${base}/api/proxy/anthropic (Anthropic), and send your keyrelay key in the proxy-api-key header.`,
-    },
-  };
+  return new ProxyError(
+    'wrong_base_url',
+    `Set your SDK's base URL to ${base}/api/proxy/openai/v1 (OpenAI) or ${base}/api/proxy/anthropic ` +
+      '(Anthropic), and send your keyrelay key in the proxy-api-key header.',
+  );
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -121,15 +121,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       logStore: deps.logStore,
       bus: deps.bus,
       throttle: deps.throttle,
+      metrics: deps.metrics,
+      ...(deps.tail && { tail: deps.tail }),
+      rateStatus: (key) => deps.proxy.limits.rateStatus(key),
     });
     const root = findConsoleDir();
     if (root) {
       await scope.register(fastifyStatic, { root, wildcard: false, index: ['index.html'] });
     }
     scope.setNotFoundHandler(async (req, reply) => {
-      if (PROVIDER_API_PATH.test(req.url)) return reply.code(404).send(wrongBaseUrl(deps.config.publicUrl));
+      if (PROVIDER_API_PATH.test(req.url)) {
+        const err = wrongBaseUrl(deps.config.publicUrl);
+        return reply
+          .code(err.status)
+          .header('x-keyrelay-error', err.code)
+          .type('application/json')
+          .send(renderWrongBaseUrl(err));
+      }
       if (req.method !== 'GET' || req.url.startsWith('/api/')) {
-        return reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } });
+        return reply
+          .code(CONSOLE_ERRORS.not_found.status)
+          .send(errorBody('not_found', CONSOLE_ERRORS.not_found.message));
       }
       if (!root)
         return reply.code(503).type('text/plain').send('The console is not built: run `npm run build`.');

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, unknownVariables } from './config.js';
 
 describe('loadConfig', () => {
   it('gives the documented defaults', () => {
@@ -29,46 +32,77 @@ describe('loadConfig', () => {
     ['KEYRELAY_DATABASE_URL', 'mysql://x'],
     ['KEYRELAY_BODY_LOG_BYTES', '-1'],
     ['KEYRELAY_REQUEST_LOG', 'maybe'],
-    ['KEYRELAY_HARD_BUDGET_UNPRICED', 'sometimes'],
-    ['KEYRELAY_LIMIT_HOLD_TTL_MS', '10'],
-    ['KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS', '-5'],
     ['KEYRELAY_LOG_SEARCH', 'sometimes'],
-    ['KEYRELAY_LOG_SEARCH_BODY_CHARS', '-1'],
-    ['KEYRELAY_LOG_SEARCH_SCAN_ROWS', '0'],
-    ['KEYRELAY_LOGIN_MAX_PER_IP', '0'],
-    ['KEYRELAY_LOGIN_WINDOW_MINUTES', 'soon'],
-    ['KEYRELAY_LOG_WRITER_IDLE_MS', '5'],
-    ['KEYRELAY_LOG_READER_IDLE_MS', '5'],
-    ['KEYRELAY_SQLITE_CACHE_MB', '0'],
-    ['KEYRELAY_LOG_BATCH_BODY_CHARS', '0'],
-    ['KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS', '-1'],
-    ['KEYRELAY_UPSTREAM_KEEPALIVE_MS', '0'],
+    ['KEYRELAY_CLIENT_REQUEST_TIMEOUT_MS', '0'],
+    ['KEYRELAY_WS_MAX_MESSAGE_BYTES', '0'],
   ])('refuses %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
 
-  it('gives hard budgets their defaults: 4096 output tokens, unpriced calls refused, holds lapse after 60 s', () => {
-    expect(loadConfig({}).limits).toEqual({
-      defaultOutputTokens: 4096,
-      unpriced: 'refuse',
-      holdTtlMs: 60_000,
+  it('adds named upstreams from KEYRELAY_UPSTREAMS, as JSON or as the path of a JSON file', () => {
+    const json = JSON.stringify({
+      azure: { shape: 'openai', origin: 'https://x.openai.azure.com/', kind: 'azure' },
+      local: { shape: 'openai', origin: 'http://127.0.0.1:8000', streamUsage: false },
     });
-    expect(
-      loadConfig({ KEYRELAY_HARD_BUDGET_UNPRICED: 'allow', KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS: '0' })
-        .limits,
-    ).toMatchObject({ unpriced: 'allow', defaultOutputTokens: 0 });
+    const c = loadConfig({ KEYRELAY_UPSTREAMS: json });
+    expect(c.upstreams).toEqual({
+      openai: 'https://api.openai.com',
+      anthropic: 'https://api.anthropic.com',
+      azure: 'https://x.openai.azure.com',
+      local: 'http://127.0.0.1:8000',
+    });
+    expect(c.namedUpstreams.map((u) => u.name)).toEqual(['azure', 'local']);
+    const dir = mkdtempSync(join(tmpdir(), 'keyrelay-upstreams-'));
+    try {
+      const file = join(dir, 'upstreams.json');
+      writeFileSync(file, json);
+      expect(loadConfig({ KEYRELAY_UPSTREAMS: file }).upstreams).toEqual(c.upstreams);
+      expect(() => loadConfig({ KEYRELAY_UPSTREAMS: join(dir, 'missing.json') })).toThrow(
+        /KEYRELAY_UPSTREAMS: neither JSON nor a readable file/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(loadConfig({}).namedUpstreams).toEqual([]);
   });
 
-  it('keeps the request log searchable by default, and reads the search settings', () => {
-    expect(loadConfig({}).logSearch).toEqual({ enabled: true, bodyChars: 8192, scanRows: 10_000 });
+  it.each([
+    ['a built-in name', '{"anthropic":{"shape":"anthropic","origin":"https://a.example"}}'],
+    ['malformed JSON', '{"azure":'],
+    ['no origin', '{"azure":{"shape":"openai"}}'],
+    ['a bad name', '{"../x":{"shape":"openai","origin":"https://a.example"}}'],
+    ['not an object', '{"azure":"https://a.example"}'],
+  ])('refuses KEYRELAY_UPSTREAMS with %s, naming the variable', (_, value) => {
+    expect(() => loadConfig({ KEYRELAY_UPSTREAMS: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ KEYRELAY_UPSTREAMS: value })).toThrow('KEYRELAY_UPSTREAMS');
+  });
+
+  it('keeps the request log searchable by default', () => {
+    expect(loadConfig({}).logSearch).toEqual({ enabled: true });
+    expect(loadConfig({ KEYRELAY_LOG_SEARCH: 'false' }).logSearch).toEqual({ enabled: false });
+  });
+
+  it('takes internal tuning from constants, not from the environment', () => {
+    const c = loadConfig({ KEYRELAY_WS_HIGH_WATER_BYTES: '1', KEYRELAY_CLIENT_HEADERS_TIMEOUT_MS: '1' });
+    expect(c.ws.highWaterBytes).toBe(1024 * 1024);
+    expect(c.guard.clientHeadersTimeoutMs).toBe(20_000);
+    // A request may take as long as its headers may.
+    expect(loadConfig({ KEYRELAY_CLIENT_REQUEST_TIMEOUT_MS: '1000' }).guard.clientRequestTimeoutMs).toBe(
+      20_000,
+    );
+  });
+
+  it('names the keyrelay variables it does not read', () => {
     expect(
-      loadConfig({
-        KEYRELAY_LOG_SEARCH: 'false',
-        KEYRELAY_LOG_SEARCH_BODY_CHARS: '0',
-        KEYRELAY_LOG_SEARCH_SCAN_ROWS: '500',
-      }).logSearch,
-    ).toEqual({ enabled: false, bodyChars: 0, scanRows: 500 });
+      unknownVariables({
+        KEYRELAY_PORT: '1',
+        KEYRELAY_LOG_FLUSH_MS: '50',
+        KEYRELAY_PROT: '2',
+        KEYRELAY_SQLITE_CACHE_MB: '',
+        HOME: '/root',
+      }),
+    ).toEqual(['KEYRELAY_LOG_FLUSH_MS', 'KEYRELAY_PROT']);
   });
 
   it('lets flags override the environment and derives secure cookies from an https public URL', () => {

@@ -10,6 +10,13 @@ import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'nod
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 
+/** A real client sends its headers in one round trip; 20 s tolerates a bad mobile link, not a slowloris. */
+export const CLIENT_HEADERS_TIMEOUT_MS = 20_000;
+/** An uploading client is never silent this long; a slow-body attacker is cut within it. */
+export const CLIENT_BODY_IDLE_TIMEOUT_MS = 15_000;
+/** SDKs send ~20 header lines; Node itself keeps only ~1,000 and silently drops the rest. */
+export const MAX_HEADERS = 100;
+
 export interface GuardLimits {
   /** From the first byte of a request until its last header line. */
   clientHeadersTimeoutMs: number;
@@ -32,7 +39,7 @@ export interface GuardLimits {
 const UNCAPPED = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
 /** The soft RLIMIT_NOFILE, from /proc (Linux); null elsewhere. Node raises it to the hard limit at start. */
-function descriptorLimit(): number | null {
+export function descriptorLimit(): number | null {
   try {
     const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'latin1'));
     return m ? Number(m[1]) : null;
@@ -63,9 +70,17 @@ export function guardedServerOptions(limits: GuardLimits): ServerOptions {
   };
 }
 
+/**
+ * Answers that end their connection. Node keeps its own decision private and ends the socket only once the
+ * answer's bytes are out, so an answer written at once is finished before then, and a request parsed in
+ * between must not run: whoever writes a closing answer marks it here.
+ */
+const closingAnswers = new WeakSet<ServerResponse>();
+
 /** An answer of keyrelay's own that ends the connection (OpenAI's error shape: it has `code` and `message`). */
 function closeWith(res: ServerResponse, status: number, code: string, message: string): void {
   if (res.headersSent || res.destroyed) return void res.destroy();
+  closingAnswers.add(res);
   const body = JSON.stringify({ error: { message, type: 'keyrelay_error', code } });
   res.writeHead(status, {
     'content-type': 'application/json',
@@ -122,6 +137,61 @@ function guardBody(
   socket.setTimeout(idleMs);
 }
 
+function endsConnection(res: ServerResponse): boolean {
+  if (closingAnswers.has(res)) return true;
+  const asked = (res.req.headers.connection ?? '').toLowerCase();
+  if (/\bclose\b/.test(asked)) return true;
+  return res.req.httpVersion === '1.0' && !/\bkeep-alive\b/.test(asked);
+}
+
+/**
+ * How long a refused request's body is still read (and thrown away) after its answer: a client that sends
+ * its whole upload before reading (most SDKs) must get to read the answer, not a reset; one that writes
+ * forever is cut after this.
+ */
+const LINGER_MS = 10_000;
+/** How much of it: a refused upload is usually just over the body limit; past this the client is not listening. */
+const LINGER_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * For an answer sent before its request's body was read (a refusal): the connection ends after it, but as
+ * nginx's lingering close does. Closing a socket with unread bytes makes the kernel send a reset, and the
+ * client, still writing, loses the answer it has not read yet. So the body is read and discarded, our side
+ * is closed (FIN) once the answer is out, and the socket is destroyed when the body is in, or after
+ * LINGER_MS or LINGER_MAX_BYTES. Call before writing the answer, which must not say `connection: close`
+ * (Node would destroy the socket as soon as the answer is out).
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  closingAnswers.add(res);
+  const socket = req.socket;
+  let read = 0;
+  let answered = false;
+  let bodyIn = req.complete;
+  // Once both are over nothing unread is left: closing now sends no reset, only what is still queued.
+  const done = () => {
+    if (!answered || !bodyIn) return;
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  };
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  req.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > LINGER_MAX_BYTES) socket.destroy();
+  });
+  req.once('end', () => {
+    bodyIn = true;
+    done();
+  });
+  req.resume();
+  res.once('finish', () => {
+    answered = true;
+    if (!socket.writableEnded) socket.end();
+    done();
+  });
+}
+
 /**
  * Wraps the request listener: refusals that need no route (too many headers, HTTP/1.0 with
  * Transfer-Encoding), body timeouts, and one request at a time per connection: a pipelined request waits
@@ -155,7 +225,7 @@ export function guardRequests(
       if (current.get(socket) === res) current.delete(socket);
     });
     if (!before || before.writableFinished || before.destroyed) {
-      if (socket.writableEnded || socket.destroyed) return; // the answer before said close
+      if (socket.writableEnded || socket.destroyed || (before && endsConnection(before))) return;
       return run(req, res);
     }
     let started = false;
@@ -163,7 +233,7 @@ export function guardRequests(
       if (started) return;
       started = true;
       // Node ends the socket (in its own 'finish' listener, which runs first) when that answer said close.
-      if (socket.writableEnded || socket.destroyed) return;
+      if (socket.writableEnded || socket.destroyed || endsConnection(before)) return;
       run(req, res);
     };
     before.once('finish', next);

@@ -24,7 +24,7 @@ async function scrape(m: ReturnType<typeof createMetrics>): Promise<Map<string, 
   const text = await m.registry.metrics();
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
-    const match = /^(keyrelay_(?:requests|tokens|cost_usd)_total\{[^}]*\}) (\S+)$/.exec(line);
+    const match = /^(keyrelay_(?:requests|tokens|cost_usd|tool_uses)_total\{[^}]*\}) (\S+)$/.exec(line);
     if (match) out.set(match[1]!, Number(match[2]));
   }
   return out;
@@ -64,5 +64,23 @@ describe('observeRow', () => {
     expect(s.get('keyrelay_requests_total{provider="openai",status="200",outcome="ok"}')).toBe(1);
     expect(s.has('keyrelay_tokens_total{provider="openai",type="input"}')).toBe(false);
     expect(s.has('keyrelay_cost_usd_total{provider="openai"}')).toBe(false);
+  });
+});
+
+describe('tool uses', () => {
+  it('counts each fee by provider, priced="no" where the row is partial for it', async () => {
+    const m = createMetrics();
+    observeRow(m, row({ tool_uses: { web_searches: 3 }, price_source: 'genai-prices@0.1.8' }));
+    observeRow(
+      m,
+      row({
+        tool_uses: { web_searches: 1, image_generations: 2 },
+        price_source:
+          'partial: genai-prices@0.1.8 has no price for image_generations ×2 on gpt-4o; the cost leaves them out',
+      }),
+    );
+    const s = await scrape(m);
+    expect(s.get('keyrelay_tool_uses_total{provider="openai",fee="web_searches",priced="yes"}')).toBe(4);
+    expect(s.get('keyrelay_tool_uses_total{provider="openai",fee="image_generations",priced="no"}')).toBe(2);
   });
 });

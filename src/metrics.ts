@@ -1,6 +1,7 @@
 /** Prometheus metrics (prom-client). One registry per app so tests can run several apps in one process. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RequestLogRow } from './types.js';
+import { missingFees } from './usage/index.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -32,6 +33,7 @@ export function createMetrics() {
   const requestTally = new Tally();
   const tokenTally = new Tally();
   const costTally = new Tally();
+  const toolTally = new Tally();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
   const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
   return {
@@ -39,6 +41,9 @@ export function createMetrics() {
     requestTally,
     tokenTally,
     costTally,
+    toolTally,
+    /** The (provider, fee, priced) label sets counted so far, at most TOOL_LABEL_SETS. */
+    toolLabels: new Set<string>(),
     requests: new Counter({
       name: 'keyrelay_requests_total',
       help: 'Proxied requests by provider, status and outcome.',
@@ -80,6 +85,15 @@ export function createMetrics() {
         costTally.drainInto(this);
       },
     }),
+    toolUses: new Counter({
+      name: 'keyrelay_tool_uses_total',
+      help: 'Server-side tool uses billed apart from tokens, by provider and fee; priced="no" where the price library has no rate (the row\'s cost is partial).',
+      labelNames: ['provider', 'fee', 'priced'] as const,
+      registers: [registry],
+      collect() {
+        toolTally.drainInto(this);
+      },
+    }),
     upstreamErrors: new Counter({
       name: 'keyrelay_upstream_errors_total',
       help: 'Upstream failures (unreachable, timeout, dropped mid-stream) and upstream 5xx, by provider.',
@@ -104,7 +118,7 @@ export function createMetrics() {
     }),
     logBodiesDropped: new Counter({
       name: 'keyrelay_log_bodies_dropped_total',
-      help: 'Request-log rows queued without their bodies: the queue held KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS already.',
+      help: 'Request-log rows queued without their bodies: the queue held its most body text (256 Mi characters) already.',
       registers: [registry],
     }),
     logWriteErrors: new Counter({
@@ -116,6 +130,29 @@ export function createMetrics() {
       name: 'keyrelay_store_up',
       help: '1 when the last write to the named store succeeded, 0 while it is failing.',
       labelNames: ['store'] as const,
+      registers: [registry],
+    }),
+    otelSpansDropped: new Counter({
+      name: 'keyrelay_otel_spans_dropped_total',
+      help: 'OpenTelemetry spans not exported: queue full (collector slow or down), export failed, or not made (failed).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    otelMetricExportsFailed: new Counter({
+      name: 'keyrelay_otel_metric_exports_failed_total',
+      help: 'OpenTelemetry metric exports that failed (the next export carries the cumulative sums).',
+      registers: [registry],
+    }),
+    reconcileDifference: new Gauge({
+      name: 'keyrelay_reconcile_difference_usd',
+      help: "The last reconciled day's provider bill minus keyrelay's logged cost, by provider (reconcile).",
+      labelNames: ['provider'] as const,
+      registers: [registry],
+    }),
+    reconcileErrors: new Counter({
+      name: 'keyrelay_reconcile_errors_total',
+      help: 'Reconciliations whose provider cost report could not be read (error, timeout, endless paging).',
+      labelNames: ['provider'] as const,
       registers: [registry],
     }),
     redisUp: new Gauge({
@@ -153,4 +190,28 @@ export function observeRow(m: Metrics, row: RequestLogRow): void {
   }
   if (row.cost_usd && row.cost_usd > 0 && Number.isFinite(row.cost_usd))
     m.costTally.add(provider, () => ({ provider }), row.cost_usd);
+  if (row.tool_uses) observeToolUses(m, provider, row.tool_uses, row.price_source);
+}
+
+/** Distinct (provider, fee, priced) label sets at most: fee names come from upstream responses. */
+const TOOL_LABEL_SETS = 64;
+const FEE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
+function observeToolUses(
+  m: Metrics,
+  provider: string,
+  uses: Record<string, number>,
+  priceSource: string | null,
+): void {
+  const unpriced = new Set(missingFees(priceSource ?? '').map(([fee]) => fee));
+  for (const [fee, n] of Object.entries(uses)) {
+    if (!FEE_NAME.test(fee) || !(n > 0) || !Number.isFinite(n)) continue;
+    const priced = unpriced.has(fee) ? 'no' : 'yes';
+    const key = `${provider} ${fee} ${priced}`;
+    if (!m.toolLabels.has(key)) {
+      if (m.toolLabels.size >= TOOL_LABEL_SETS) continue;
+      m.toolLabels.add(key);
+    }
+    m.toolTally.add(key, () => ({ provider, fee, priced }), n);
+  }
 }

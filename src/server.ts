@@ -5,7 +5,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { Agent } from './proxy/agent.js';
+import { upstreamAgent } from './proxy/agent.js';
 import type { ProxyServices, Shutdown } from './proxy/context.js';
 import type { FastifyInstance } from 'fastify';
 import { localUrl, type Config } from './config.js';
@@ -16,20 +16,27 @@ import { FallbackLoginThrottle } from './accounts/fallback-throttle.js';
 import { startKeyChangeFeed } from './keys/change-feed.js';
 import { LocalKeyEventBus, type KeyEventBus } from './keys/events.js';
 import { LastUsedTracker } from './keys/last-used.js';
-import { KeyVerifier } from './keys/verify.js';
-import { KeyLimiter } from './limits/limiter.js';
-import { createRedisCounters, type SharedCounters } from './limits/redis-counters.js';
-import { createRedisHolds, type SharedHolds } from './limits/redis-holds.js';
-import { LogQueue } from './log/queue.js';
+import { KEY_CACHE_TTL_MS, KeyVerifier } from './keys/verify.js';
+import {
+  createRedisCounters,
+  createRedisHolds,
+  KeyLimiter,
+  type SharedCounters,
+  type SharedHolds,
+} from './limits/index.js';
+import { LOG_QUEUE_OPTIONS, LogQueue } from './log/queue.js';
+import { createRedisTailBus, LocalTailBus, type TailBus } from './log/tail.js';
 import { SpendRollup } from './log/spend-rollup.js';
 import type { RequestLogRow } from './types.js';
 import { startRetention } from './log/retention.js';
+import { ALERT_DEFAULTS, startAlerts, type AlertJob } from './alerts/index.js';
 import { createLogger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { RedisConnections } from './redis.js';
 import { openStores } from './store/factory.js';
 import type { ConfigStore, LogStore } from './store/types.js';
-import { computeCost } from './usage/index.js';
+import { computeCost } from './metering/index.js';
+import { registerUpstreams } from './providers/index.js';
 import { attachWebSocketProxy, type WebSocketProxy } from './proxy/websocket/index.js';
 
 export interface RunningServer {
@@ -55,10 +62,13 @@ export interface RunningServer {
     lastUsed: LastUsedTracker;
     limits: KeyLimiter;
     metrics: Metrics;
+    alerts: AlertJob;
   };
 }
 
 const LAST_USED_FLUSH_MS = 15_000;
+/** How long a stop waits for the last spans and metrics to reach the collector. */
+const TELEMETRY_FLUSH_MS = 5_000;
 
 /**
  * Keyed hash of a provider credential (never the credential itself). A caller sends the same credential on
@@ -93,6 +103,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const config = followingBoundPort(configured, () => boundUrl);
   const metrics = createMetrics();
   const log = createLogger(config.logLevel, config.logFormat);
+  registerUpstreams(config.namedUpstreams);
   const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) => log.info(msg));
   log.info({ store: kind, driver, node: process.versions.node }, 'stores open');
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
@@ -126,7 +137,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   let draining = false;
   const inflight = new Set<() => void>();
   const active = new Set<Promise<void>>();
-  const keys = new KeyVerifier(configStore, config.keyCacheTtlMs, bus, Date.now, (ok) =>
+  const keys = new KeyVerifier(configStore, config.keyCacheTtlMs ?? KEY_CACHE_TTL_MS, bus, Date.now, (ok) =>
     metrics.storeUp.set({ store: 'config' }, ok ? 1 : 0),
   );
   // Always on, Redis or not: it carries the CLI's and other instances' key changes when there is no Redis,
@@ -144,37 +155,22 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     warn(err, 'last_used_at write failed'),
   );
   const limits = new KeyLimiter({
-    spendSince: (keyId, since) => logWriter.spendSince(keyId, since),
+    spendSince: (keyId, since, endUser) => logWriter.spendSince(keyId, since, endUser),
     shared: sharedCounters,
     holds: sharedHolds,
     onError: warn,
     ...config.limits,
   });
-  const queue = new LogQueue(
-    logWriter,
-    {
-      batchSize: config.logBatchSize,
-      batchBodyChars: config.logBatchBodyChars,
-      flushMs: config.logFlushMs,
-      maxRows: config.logQueueMax,
-      maxBodyChars: config.logQueueMaxBodyChars,
-    },
-    metrics,
-    log,
-  );
+  const tail: TailBus = redis ? createRedisTailBus(redis, log) : new LocalTailBus();
+  const queue = new LogQueue(logWriter, LOG_QUEUE_OPTIONS, metrics, log, (rows) => tail.publish(rows));
   // A budget's spend before an instance first saw its key is read from the request log (docs/limits.md);
   // with the log off, from each key's hourly sums, kept instead of its rows.
-  const spend = new SpendRollup(logWriter, config.logFlushMs, log);
-  const dispatcher = new Agent({
-    connect: { timeout: config.connectTimeoutMs },
-    // After a burst of 1,000 streams, a provider's long hint held 1,000 idle sockets (~8 KB of heap each
-    // over plain HTTP, more with TLS) for as long as it said; the hint may only shorten ours.
-    keepAliveTimeout: config.upstreamKeepAliveMs,
-    keepAliveMaxTimeout: config.upstreamKeepAliveMs,
-    // undici's own limits must not cut long generations: ours (headers/idle) are passed per request.
-    headersTimeout: 0,
-    bodyTimeout: 0,
-  });
+  const spend = new SpendRollup(logWriter, LOG_QUEUE_OPTIONS.flushMs, log);
+  const dispatcher = upstreamAgent(config.upstreamKeepAliveMs);
+  // Loaded only when export is on: the SDK and its exporters would otherwise sit in every idle process.
+  const telemetry = config.telemetry
+    ? (await import('./telemetry/index.js')).createTelemetry(config, metrics, log)
+    : null;
 
   const services: ProxyServices = {
     config,
@@ -183,6 +179,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     record: config.requestLog ? (row: RequestLogRow) => queue.push(row) : (row) => spend.add(row),
     limits,
     metrics,
+    telemetry,
     log,
     dispatcher,
     fingerprint: fingerprinter(fingerprintKey),
@@ -198,6 +195,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     bus,
     throttle,
     metrics,
+    tail,
     proxy: services,
     shutdown,
   });
@@ -207,12 +205,20 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const arrive = () => void arrived++;
   app.server.on('request', arrive).on('upgrade', arrive);
   bus.subscribe((e) => sockets?.onKeyEvent(e));
-  const retention = startRetention(logStore, config, (err) => warn(err, 'retention prune failed'));
+  const retention = startRetention(logStore, configStore, config, (err) =>
+    warn(err, 'retention prune failed'),
+  );
 
   await app.listen({ host: config.host, port: config.port });
   const port = (app.server.address() as AddressInfo).port;
   const url = localUrl(config.host, port);
   boundUrl = url;
+  const alerts: AlertJob = startAlerts(
+    { configStore, logStore },
+    () => ({ publicUrl: config.publicUrl, port }),
+    config.alerts ?? ALERT_DEFAULTS,
+    log,
+  );
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -238,6 +244,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
       // Cut exchanges finish their bookkeeping on later ticks; their rows must be queued before the flush.
       await Promise.allSettled([...active]);
       retention.stop();
+      await alerts.stop();
       await lastUsed.close();
       await limits.close();
       const left = await queue.flush(config.drainTimeoutMs);
@@ -247,9 +254,12 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
         app.log.error('key spend could not be written before exit');
       spend.close();
       await logWriter.close();
+      // Bounded: a collector that hangs must not hold the exit (what it misses is counted as dropped).
+      await telemetry?.shutdown(TELEMETRY_FLUSH_MS);
       await app.close();
       await dispatcher.close();
       await changeFeed.stop();
+      await tail.close();
       await bus.close();
       await throttle.close();
       // After everything that borrows them.
@@ -267,6 +277,6 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     publicUrl: config.publicUrl,
     stop,
     traffic: () => ({ inFlight: active.size + (sockets?.openSockets ?? 0), arrived }),
-    services: { configStore, logStore, bus, queue, keys, lastUsed, limits, metrics },
+    services: { configStore, logStore, bus, queue, keys, lastUsed, limits, metrics, alerts },
   };
 }

@@ -1,13 +1,18 @@
 /** One row of the request log. Field names are the contract the CLI and console API expose. */
-export type Provider = 'openai' | 'anthropic';
+import type { Provider } from './providers/ids.js';
+import type { CostBreakdown, CostLine, UsageSource } from './usage/index.js';
+
+export type { CostBreakdown, CostLine, Provider, UsageSource };
 export type Outcome = 'ok' | 'upstream_error' | 'client_aborted' | 'timeout' | 'refused';
-export type UsageSource = 'provider' | 'estimated' | 'partial' | 'none';
 
 export interface RequestLogRow {
   id: string; // = x-keyrelay-request-id (ULID-like, time-sortable)
   created_at: string; // ISO-8601 UTC, when the request arrived
   key_id: string;
+  /** The member who holds the key (src/orgs/: an account's personal organization has the account's id). */
   account_id: string;
+  /** The organization that owns the key, and so the row. */
+  org_id: string;
   provider: Provider;
   method: string;
   path: string; // upstream path + query, as forwarded (e.g. /v1/chat/completions)
@@ -24,6 +29,11 @@ export interface RequestLogRow {
   output_tokens: number | null;
   reasoning_tokens: number | null;
   usage_source: UsageSource;
+  /**
+   * Server-side tool uses billed apart from tokens, by fee (`web_searches`, `code_interpreter_containers`…),
+   * as the provider reported them; null when none ran. Kept so a later price can be applied to them.
+   */
+  tool_uses?: Record<string, number> | null;
   cost_usd: number | null;
   price_source: string | null; // e.g. "genai-prices@0.1.8"
   end_user: string | null;

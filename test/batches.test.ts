@@ -1,5 +1,5 @@
 /**
- * Batches on both providers through the official SDKs (issue #13, point 2): the batch is recorded against
+ * Batches on both providers through the official SDKs: the batch is recorded against
  * the key, its results are priced per succeeded line at the batch rate and counted once however often they
  * are downloaded, Anthropic's results_url is rewritten to keyrelay, and large results stream through in
  * bounded memory. Expected costs are computed here from the fakes' numbers with the price library.
@@ -22,6 +22,7 @@ import {
   FAKE_BATCH_OPENAI_MODEL,
   anthropicResultLines,
 } from './fakes/batches.js';
+import { setKeyLimits } from '../src/keys/actions.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
 /** A port for keyrelay chosen ahead, so that KEYRELAY_PUBLIC_URL can name it. */
@@ -214,6 +215,35 @@ describe('batches through the official SDKs', () => {
     expect(body).toMatchObject({ id: 'msgbatch_zip', type: 'message_batch', processing_status: 'ended' });
   });
 
+  it('a batch whose lines ran server tools: searches priced at the batch rate, the container fee named', async () => {
+    const res = await request(`${h.url}/api/proxy/anthropic/v1/messages/batches/msgbatch_tools/results`, {
+      headers: {
+        'proxy-api-key': user.key,
+        'x-api-key': 'sk-ant',
+        'x-fake-usage': '{"lines":3,"failed":1,"web_searches":2,"containers":1}',
+      },
+    });
+    await res.body.text();
+    const id = res.headers['x-keyrelay-request-id'];
+    const row = (await rowsWith(id)).find((r) => r.id === id)!;
+    const u = DEFAULT_ANTHROPIC_USAGE;
+    const line = calcPrice(
+      {
+        input_tokens: u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens,
+        cache_write_tokens: u.cache_creation_input_tokens,
+        cache_read_tokens: u.cache_read_input_tokens,
+        output_tokens: u.output_tokens,
+        web_searches: 2,
+      },
+      FAKE_BATCH_ANTHROPIC_MODEL,
+      { providerId: 'anthropic' },
+    )!.total_price;
+    expect(row.cost_usd).toBeCloseTo(2 * line * BATCH_FACTOR, 12);
+    expect(row.price_source).toMatch(
+      /^partial: batch msgbatch_tools: genai-prices@\S+ has no price for code_execution_containers ×1 on /,
+    );
+  });
+
   it('a batch created elsewhere, with broken result lines: priced lines counted, the rest reported', async () => {
     const res = await request(`${h.url}/api/proxy/anthropic/v1/messages/batches/msgbatch_elsewhere/results`, {
       headers: {
@@ -251,6 +281,182 @@ describe('batches through the official SDKs', () => {
       (b) => b.batch_id === 'file:file-out-elsewhere',
     );
     expect(batch).toMatchObject({ provider: 'openai', created_here: false, results_succeeded: SUCCEEDED });
+  });
+
+  it("each account's batches are its own: another account's download takes neither cost nor card", async () => {
+    const other = await h.newUser();
+    const clientOf = (key: string) =>
+      new OpenAI({
+        apiKey: 'sk-test-canary-shared-org',
+        baseURL: `${h.url}/api/proxy/openai/v1`,
+        maxRetries: 0,
+        defaultHeaders: { 'proxy-api-key': key },
+      });
+    const mine = clientOf(user.key);
+    const theirs = clientOf(other.key);
+    const created = await mine.batches.create({
+      input_file_id: 'file-in-shared',
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const polled = await mine.batches.retrieve(created.id);
+    const download = async (client: OpenAI) => {
+      const res = await client.files.content(polled.output_file_id!);
+      await res.text();
+      return res.headers.get('x-keyrelay-request-id')!;
+    };
+    // The other account (a key on the same provider organization) downloads the results first.
+    const theirId = await download(theirs);
+    const myId = await download(mine);
+    const rowOf = async (accountId: string, id: string) => {
+      for (let i = 0; ; i++) {
+        await h.flushLog();
+        const r = await h.kr.services.logStore.getRequest(accountId, id);
+        if (r || i === 100) return r;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const total = SUCCEEDED * openaiLinePrice() * BATCH_FACTOR;
+    expect((await rowOf(other.accountId, theirId))!.cost_usd).toBeCloseTo(total, 12);
+    expect((await rowOf(user.accountId, myId))!.cost_usd).toBeCloseTo(total, 12);
+    const [card] = (await h.kr.services.logStore.listBatches(user.accountId, 50)).filter(
+      (b) => b.batch_id === created.id,
+    );
+    expect(card).toMatchObject({ key_id: user.keyId, created_here: true, results_request_id: myId });
+    // The other account never saw the batch: its download is filed under the output file, as its own.
+    const theirCards = await h.kr.services.logStore.listBatches(other.accountId, 50);
+    expect(theirCards.map((b) => [b.batch_id, b.key_id, b.results_request_id])).toEqual([
+      [`file:${polled.output_file_id}`, other.keyId, theirId],
+    ]);
+  });
+
+  describe('under a model list, a batch runs what its requests name: a decoy `model` gets nothing past', () => {
+    let limited: { key: string; keyId: string; accountId: string };
+    beforeAll(async () => {
+      limited = await h.newUser();
+      await setKeyLimits({ store: h.kr.services.configStore, bus: h.kr.services.bus }, null, limited.keyId, {
+        allowed_models: ['gpt-4o-mini*', 'claude-sonnet-4*'],
+      });
+    });
+    const upstreamCalls = (
+      fake: { requests: { method: string; url: string }[] },
+      method: string,
+      path: string,
+    ) => fake.requests.filter((r) => r.method === method && r.url.startsWith(path)).length;
+    const jsonl = (model: string) =>
+      `${JSON.stringify({ custom_id: 'r0', method: 'POST', url: '/v1/chat/completions', body: { model, messages: [] } })}\n`;
+
+    it('OpenAI batch creation: checked against the models its input file names', async () => {
+      const create = (inputFile: string, extra: Record<string, unknown> = {}) =>
+        request(`${h.url}/api/proxy/openai/v1/batches`, {
+          method: 'POST',
+          headers: {
+            'proxy-api-key': limited.key,
+            authorization: 'Bearer sk',
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({
+            input_file_id: inputFile,
+            endpoint: '/v1/chat/completions',
+            completion_window: '24h',
+            ...extra,
+          }),
+        });
+      const before = upstreamCalls(h.openai, 'POST', '/v1/batches');
+      for (const extra of [{}, { model: 'gpt-4o-mini' }]) {
+        const res = await create('file-in-o1-pro', extra);
+        const body = (await res.body.json()) as { error: { code: string; message: string } };
+        expect(res.statusCode, JSON.stringify(extra)).toBe(403);
+        expect(body.error).toMatchObject({
+          code: 'proxy_key_forbidden',
+          message: expect.stringContaining('o1-pro'),
+        });
+      }
+      expect(upstreamCalls(h.openai, 'POST', '/v1/batches')).toBe(before);
+      // Through the SDK, a file of allowed requests: created.
+      const client = new OpenAI({
+        apiKey: 'sk-test',
+        baseURL: `${h.url}/api/proxy/openai/v1`,
+        maxRetries: 0,
+        defaultHeaders: { 'proxy-api-key': limited.key },
+      });
+      const ok = await client.batches.create({
+        input_file_id: 'file-in-gpt-4o-mini-2024-07-18',
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      });
+      expect(ok.object).toBe('batch');
+      // A file whose lines name no model keyrelay can read is refused, not passed.
+      const missing = await create('file-out-not-an-input', { model: 'gpt-4o-mini' });
+      await missing.body.dump();
+      expect(missing.statusCode).toBe(403);
+    });
+
+    it('OpenAI batch upload: the JSONL file part is read for its models; a `model` part is not', async () => {
+      const upload = (lines: string, decoy: string | null) => {
+        const part = (name: string, value: string, file?: string) =>
+          `--b0und\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"\r\nContent-Type: application/jsonl` : ''}\r\n\r\n${value}\r\n`;
+        return request(`${h.url}/api/proxy/openai/v1/files`, {
+          method: 'POST',
+          headers: {
+            'proxy-api-key': limited.key,
+            authorization: 'Bearer sk',
+            'content-type': 'multipart/form-data; boundary=b0und',
+          },
+          body:
+            part('file', lines, 'batch.jsonl') +
+            part('purpose', 'batch') +
+            (decoy ? part('model', decoy) : '') +
+            '--b0und--\r\n',
+        });
+      };
+      const before = upstreamCalls(h.openai, 'POST', '/v1/files');
+      for (const decoy of [null, 'gpt-4o-mini']) {
+        const res = await upload(jsonl('gpt-4o-mini') + jsonl('o1-pro'), decoy);
+        await res.body.dump();
+        expect(res.statusCode, String(decoy)).toBe(403);
+      }
+      expect(upstreamCalls(h.openai, 'POST', '/v1/files')).toBe(before);
+      const client = new OpenAI({
+        apiKey: 'sk-test',
+        baseURL: `${h.url}/api/proxy/openai/v1`,
+        maxRetries: 0,
+        defaultHeaders: { 'proxy-api-key': limited.key },
+      });
+      const file = await client.files.create({
+        file: await toFile(Buffer.from(jsonl('gpt-4o-mini') + jsonl('gpt-4o-mini')), 'batch.jsonl'),
+        purpose: 'batch',
+      });
+      expect(file.purpose).toBe('batch');
+    });
+
+    it("Anthropic batch creation: every request's model is checked, a top-level `model` is not", async () => {
+      const client = new Anthropic({
+        apiKey: 'sk-ant-test',
+        baseURL: `${h.url}/api/proxy/anthropic`,
+        maxRetries: 0,
+        defaultHeaders: { 'proxy-api-key': limited.key },
+      });
+      const requests = (models: string[]) =>
+        models.map((model, i) => ({
+          custom_id: `r${i}`,
+          params: { model, max_tokens: 10, messages: [{ role: 'user' as const, content: 'hi' }] },
+        }));
+      const before = upstreamCalls(h.anthropic, 'POST', '/v1/messages/batches');
+      const res = await request(`${h.url}/api/proxy/anthropic/v1/messages/batches`, {
+        method: 'POST',
+        headers: { 'proxy-api-key': limited.key, 'x-api-key': 'sk-ant', 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'claude-sonnet-4-6',
+          requests: requests(['claude-sonnet-4-6', 'claude-opus-4-1']),
+        }),
+      });
+      await res.body.dump();
+      expect(res.statusCode).toBe(403);
+      expect(upstreamCalls(h.anthropic, 'POST', '/v1/messages/batches')).toBe(before);
+      const ok = await client.messages.batches.create({ requests: requests(['claude-sonnet-4-6']) });
+      expect(ok.type).toBe('message_batch');
+    });
   });
 
   it('an ordinary file download is not taken for batch results', async () => {

@@ -1,9 +1,10 @@
 /**
- * The bench's verdicts on issue #14's targets: judged on the measured ratio, not on the ratio as printed.
+ * The bench's verdicts on keyrelay's performance targets: judged on the measured ratio, not on the ratio as printed.
  * A log on / off of 0.899 was printed as 0.90 and passed ">= 0.9".
  */
 import { describe, expect, it } from 'vitest';
-import { evaluate, renderIssueTable, type Results } from '../bench/report.js';
+import { evaluate, otelNote, renderTargetTable, type Results } from '../bench/report.js';
+import { parseOptions } from '../bench/options.js';
 
 function results(keyrelayRps: number, nologRps: number, bareRps: number): Results {
   return {
@@ -22,7 +23,7 @@ const line = (table: string, label: string) => table.split('\n').find((l) => l.s
 describe('bench verdicts', () => {
   it('fails a ratio just under its bound, though it prints as the bound', () => {
     const r = results(2903.3, 3229.2, 4147.6); // log on / off 0.8991, throughput vs bare 0.69999
-    const table = renderIssueTable(r, true);
+    const table = renderTargetTable(r, true);
     expect(line(table, 'throughput log on / off')).toMatch(/0\.899 .*FAIL$/);
     expect(line(table, 'max throughput')).toMatch(/0\.700 .*FAIL$/);
     expect(line(table, 'CPU per request')).toMatch(/1\.500 .*PASS$/); // 1.4996
@@ -32,7 +33,7 @@ describe('bench verdicts', () => {
   });
 
   it('passes a ratio at or over its bound', () => {
-    const table = renderIssueTable(results(2910, 3230, 4000), true);
+    const table = renderTargetTable(results(2910, 3230, 4000), true);
     expect(line(table, 'throughput log on / off')).toMatch(/0\.901 .*PASS$/);
     expect(line(table, 'max throughput')).toMatch(/0\.728 .*PASS$/);
   });
@@ -53,13 +54,30 @@ describe('bench verdicts', () => {
         keyrelay_nobody: at(199, 167, 12, 32),
       },
     };
-    const table = renderIssueTable(r, true);
+    const table = renderTargetTable(r, true);
     expect(line(table, 'CPU/req request log on − off (µs)')).toMatch(/\+µs\s+40\.00\s+\(measured\)/);
     expect(line(table, 'CPU/req body logging on − off (µs)')).toMatch(/15\.00/);
     // No "no FTS" column in this run: no row for it.
     expect(line(table, 'CPU/req full-text index')).toBe('');
+    expect(line(table, 'CPU/req key limits')).toBe('');
     expect(line(table, 'What each part of the log costs')).toContain(
       'request log +40 (main +17, log writer +18, other threads +5); body logging +15 (main +7, log writer +10, other threads -2)',
+    );
+  });
+
+  it('says what a key with limits adds to a request, as that column minus keyrelay', () => {
+    const table = renderTargetTable(
+      {
+        saturation: {
+          bare: { rps: 1200, cpu_us_per_req: 160 },
+          keyrelay: { rps: 1000, cpu_us_per_req: 214 },
+          keyrelay_limits: { rps: 990, cpu_us_per_req: 221 },
+        },
+      },
+      true,
+    );
+    expect(line(table, 'CPU/req key limits (hard budget + TPM) (µs)')).toMatch(
+      /221\.00\s+\+µs\s+7\.00\s+\(measured\)/,
     );
   });
 
@@ -68,7 +86,7 @@ describe('bench verdicts', () => {
       bare: { ttfb_p99: 8, cpu_us_per_stream: bare },
       keyrelay: { ttfb_p99: 9, cpu_us_per_stream: keyrelay },
     });
-    const table = renderIssueTable(
+    const table = renderTargetTable(
       {
         stream_openai_c64: stream(700, 910),
         stream_anthropic_c64: { bare: { ttfb_p99: 8 }, keyrelay: { ttfb_p99: 9 } },
@@ -86,7 +104,7 @@ describe('bench verdicts', () => {
   });
 
   it('shows keyrelay with its request log off beside each timing target, and which of them it passes', () => {
-    const table = renderIssueTable(
+    const table = renderTargetTable(
       {
         saturation: {
           bare: { rps: 10_000, cpu_us_per_req: 90 },
@@ -119,5 +137,22 @@ describe('bench verdicts', () => {
     expect(line(table, 'keyrelay with its request log off')).toContain(
       'throughput pass, CPU per request pass, p50 pass, p99 fail, openai first byte pass.',
     );
+  });
+
+  it('says what OpenTelemetry export adds to a call, export on − off, when --otel ran its column', () => {
+    expect(parseOptions(['--otel']).otel).toBe(true);
+    expect(parseOptions([]).otel).toBe(false);
+    const r: Results = {
+      open_2000: { keyrelay: { p50: 0.9, p99: 2.5 }, keyrelay_otel: { p50: 0.95, p99: 2.7 } },
+      saturation: {
+        keyrelay: { rps: 3000, cpu_us_per_req: 150 },
+        keyrelay_otel: { rps: 2850, cpu_us_per_req: 161 },
+      },
+    };
+    expect(otelNote(r)).toEqual([
+      'OpenTelemetry export on − off, 2000 rps: latency p50 +0.050 ms, p99 +0.200 ms',
+      'OpenTelemetry export on − off, saturation: CPU/req +11 µs, throughput ×0.950',
+    ]);
+    expect(otelNote({ saturation: { keyrelay: { rps: 3000 } } })).toEqual([]);
   });
 });

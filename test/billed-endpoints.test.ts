@@ -1,5 +1,5 @@
 /**
- * Every billed OpenAI endpoint priced from what the provider returns (issue #13, point 1): audio
+ * Every billed OpenAI endpoint priced from what the provider returns: audio
  * transcriptions, translations and speech, images, moderations; listings not billed; unknown prices
  * unpriced (null, never $0). Driven by the official SDK; each expected cost is computed here from the
  * fake's numbers with the price library, never copied from keyrelay.
@@ -25,7 +25,7 @@ let client: OpenAI;
 
 beforeAll(async () => {
   // Small enough that a streamed image's completed event is read from its head and tail only.
-  h = await startHarness({ KEYRELAY_SSE_EVENT_BYTES: '1024' });
+  h = await startHarness({}, { sseEventBytes: 1024 });
   user = await h.newUser();
   client = new OpenAI({
     apiKey: 'sk-test-canary-openai',
@@ -255,6 +255,64 @@ describe('uploads', () => {
     };
     expect(await upload('whisper-1')).toBe(403);
     expect(await upload('gpt-4o-transcribe')).toBe(200);
+  });
+
+  it('reads an upload as servers do, and refuses one they could read two ways: never the forbidden model upstream', async () => {
+    const limited = await h.newUser();
+    await setKeyLimits({ store: h.kr.services.configStore, bus: h.kr.services.bus }, null, limited.keyId, {
+      allowed_models: ['gpt-4o-transcribe'],
+    });
+    const file =
+      '--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\nContent-Type: audio/mpeg\r\n\r\nabc\r\n';
+    const field = (name: string, value: string) =>
+      `--XyZ\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const ct = 'multipart/form-data; boundary=XyZ';
+    // Each reads as gpt-4o-transcribe to a first-match reader, as o1-pro to undici's and Node's.
+    const crafted: [string, string, string][] = [
+      [
+        'two boundary parameters',
+        'multipart/form-data; boundary=XyZ; boundary=AbC',
+        field('model', 'gpt-4o-transcribe') +
+          '--XyZ--\r\n' +
+          '--AbC\r\nContent-Disposition: form-data; name="model"\r\n\r\no1-pro\r\n--AbC--\r\n',
+      ],
+      [
+        'a delimiter in the preamble',
+        ct,
+        `preamble--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\ngpt-4o-transcribe\r\n${field('model', 'o1-pro')}${file}--XyZ--\r\n`,
+      ],
+      [
+        'two dispositions in a part',
+        ct,
+        `--XyZ\r\nContent-Disposition: form-data; name="model"\r\nContent-Disposition: form-data; name="note"\r\n\r\ngpt-4o-transcribe\r\n${field('model', 'o1-pro')}${file}--XyZ--\r\n`,
+      ],
+      [
+        'an unquoted name',
+        ct,
+        `--XyZ\r\nContent-Disposition: form-data; name=model\r\n\r\no1-pro\r\n${field('model', 'gpt-4o-transcribe')}${file}--XyZ--\r\n`,
+      ],
+      [
+        'two model fields',
+        ct,
+        `${field('model', 'gpt-4o-transcribe')}${field('model', 'o1-pro')}${file}--XyZ--\r\n`,
+      ],
+    ];
+    const passed: string[] = [];
+    for (const [what, type, body] of crafted) {
+      const before = h.openai.requests.length;
+      const res = await request(`${h.url}/api/proxy/openai/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { 'proxy-api-key': limited.key, 'content-type': type },
+        body,
+      });
+      const text = await res.body.text();
+      if (h.openai.requests.length !== before) passed.push(what);
+      else
+        expect(JSON.parse(text), what).toMatchObject({
+          error: { code: expect.stringMatching(/^proxy_/) as unknown },
+        });
+    }
+    expect(passed).toEqual([]);
   });
 
   it('refuses a malformed multipart body with a clear 400 and a logged row, without reaching upstream', async () => {

@@ -124,6 +124,12 @@ export class Client {
   patch(path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply> {
     return this.call('PATCH', path, body, headers);
   }
+  put(path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply> {
+    return this.call('PUT', path, body, headers);
+  }
+  delete(path: string, headers?: Record<string, string>): Promise<Reply> {
+    return this.call('DELETE', path, undefined, headers);
+  }
 
   /** Sign-up then the first sign-in, as the console does: the reply is the login's (account, default key). */
   async signup(email: string, password = 'correct horse battery'): Promise<Reply> {

@@ -28,6 +28,11 @@ const UNLIMITED = {
   rate_limit_tpm: null,
   max_concurrent: null,
   rate_limit_scope: 'billable',
+  budget_unpriced: 'refuse',
+  user_rate_limit_rpm: null,
+  user_budget_usd: null,
+  user_budget_period: null,
+  user_budget_mode: 'soft',
 };
 
 describe('key limits in the console API', () => {
@@ -84,18 +89,22 @@ describe('key limits in the console API', () => {
       { rate_limit_tpm: 0 },
       { max_concurrent: 0 },
       { max_concurrent: 1.5 },
+      // A well-formed name this deployment has no upstream for.
+      { allowed_providers: ['azure'] },
     ];
     for (const body of cases) {
       const r = await c.patch(`/keys/${id}`, body);
       expect([r.status, r.json.error.code], JSON.stringify(body)).toEqual([400, 'invalid_limits']);
     }
     for (const body of [
-      { allowed_providers: ['azure'] },
+      { allowed_providers: ['Azure!'] },
       { rate_limit_rpm: '5' },
       { budget_period: 'week' },
       { budget_mode: 'strict' },
       { budget_mode: null },
       { rate_limit_scope: 'none' },
+      { budget_unpriced: 'sometimes' },
+      { budget_unpriced: null },
     ]) {
       expect((await c.patch(`/keys/${id}`, body)).json.error.code, JSON.stringify(body)).toBe(
         'invalid_request',
@@ -118,9 +127,11 @@ describe('key limits in the console API', () => {
       rate_limit_tpm: 50_000,
       max_concurrent: 3,
       rate_limit_scope: 'all',
+      budget_unpriced: 'allow',
     });
     expect(r.status).toBe(201);
     const capped = {
+      budget_unpriced: 'allow',
       rate_limit_rpm: 10,
       budget_usd: 5,
       budget_period: 'day',

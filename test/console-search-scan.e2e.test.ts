@@ -5,7 +5,13 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureConsoleBuilt, findChromium, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
+import {
+  ensureConsoleBuilt,
+  findChromium,
+  launchBrowser,
+  screenshotBothWidths,
+  signedInPage,
+} from './helpers/browser.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { makeLogRow } from './helpers/log-rows.js';
 
@@ -20,7 +26,7 @@ describe('Requests search without the index', () => {
 
   beforeAll(async () => {
     await ensureConsoleBuilt();
-    h = await startHarness({ KEYRELAY_LOG_SEARCH: 'false', KEYRELAY_LOG_SEARCH_SCAN_ROWS: '5' });
+    h = await startHarness({ KEYRELAY_LOG_SEARCH: 'false' }, { logSearch: { scanRows: 5 } });
     const account = await h.newUser(email);
     const now = Date.now();
     // The one match is the oldest of 12 rows: three windows of five newer rows lie in front of it.
@@ -35,12 +41,7 @@ describe('Requests search without the index', () => {
       ),
     );
     browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-    const r = await page.request.post(`${h.url}/api/console/login`, {
-      data: { email, password: 'correct horse battery' },
-      headers: { origin: h.url },
-    });
-    expect(r.status()).toBe(200);
+    page = await signedInPage(browser, h.url, email, { width: 1280, height: 800 });
   }, 60_000);
 
   afterAll(async () => {

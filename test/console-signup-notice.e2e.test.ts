@@ -1,5 +1,5 @@
 /**
- * Sign-up no longer tells whether an address has an account (issue 16, item 9), so the console is where the
+ * Sign-up no longer tells whether an address has an account, so the console is where the
  * owner learns of an attempt on theirs: at the next sign-in, once. Driven in a real browser: the person who
  * tried is told to log in instead, the owner sees the attempt after logging in, and an account created by
  * sign-up whose first sign-in happens on the login page still gets its default key shown.

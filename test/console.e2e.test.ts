@@ -90,8 +90,11 @@ const EXPECTED = {
 };
 
 /** The parts of a key row's limits summary, e.g. ['OpenAI only', '60 rpm']. */
+/** The row's limits as summarized; a budget by its amount (its spend so far is test/console-keys.e2e's). */
 async function limitParts(row: Locator): Promise<string[]> {
-  return row.locator('.limit-part').allTextContents();
+  // A meter reads "<used> of <limit>": the limit is what was set.
+  const parts = await row.locator('.limit-part, .budget-label').allTextContents();
+  return parts.map((p) => p.replace(/^(\$[\d.]+|[\d,]+) of /, ''));
 }
 
 const chromium = findChromium();
@@ -138,7 +141,6 @@ describe('web console, as a new user uses it', () => {
       KEYRELAY_DATA_DIR: dataDir,
       KEYRELAY_OPENAI_UPSTREAM: openaiFake.url,
       KEYRELAY_ANTHROPIC_UPSTREAM: anthropicFake.url,
-      KEYRELAY_LOG_FLUSH_MS: '100',
     });
     base = kr.url;
     browser = await launchBrowser();
@@ -509,11 +511,17 @@ describe('web console, as a new user uses it', () => {
     expect(rErr).toBeInstanceOf(OpenAI.RateLimitError);
     expect((rErr as InstanceType<typeof OpenAI.RateLimitError>).message).toContain('Rate limit');
 
-    // The limits of issue #13: budget mode, tokens per minute, requests at once, what the rpm counts.
+    // A key's limits: budget mode, tokens per minute, requests at once, what the rpm counts.
     await row.getByRole('button', { name: 'Limits for default' }).click();
     expect(await dialog.getByLabel('Budget mode').inputValue()).toBe('soft');
     await dialog.getByLabel('Budget mode').selectOption('hard');
     await dialog.getByText('Hard: each request reserves').waitFor();
+    // Under a hard budget, what to do with calls keyrelay cannot price: refused unless the key allows them.
+    expect(await dialog.getByLabel('Calls keyrelay cannot price').inputValue()).toBe('refuse');
+    await dialog.getByLabel('Calls keyrelay cannot price').selectOption('allow');
+    await dialog.getByText('let through and count their known cost only').waitFor();
+    await dialog.getByLabel('Calls keyrelay cannot price').scrollIntoViewIfNeeded();
+    await screenshotBothWidths(page, 'limits-unpriced');
     await dialog.getByLabel('Tokens per minute').fill('90000');
     await dialog.getByLabel('Requests at once').fill('3');
     await dialog.getByLabel('What counts').selectOption('all');
@@ -524,14 +532,16 @@ describe('web console, as a new user uses it', () => {
       rate_limit_tpm: 90_000,
       max_concurrent: 3,
       budget_mode: 'hard',
+      budget_unpriced: 'allow',
     });
     await row.getByText('$25/month (hard)').waitFor();
+    // Plain limits first, then the meters: rpm, tpm, budget.
     expect(await limitParts(row)).toEqual([
       'OpenAI only',
       'gpt-4o*',
+      '3 at once',
       '1 rpm',
       '90,000 tpm',
-      '3 at once',
       '$25/month (hard)',
     ]);
   });

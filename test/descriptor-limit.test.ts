@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 2: at the descriptor limit (a flood of connections) keyrelay refuses new connections and
+ * At the descriptor limit (a flood of connections) keyrelay refuses new connections and
  * stays up; once they close it serves again. The built CLI, as an operator runs it, under a low
  * RLIMIT_NOFILE (`npm run build` first).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 10: every answer of keyrelay's own carries `x-content-type-options: nosniff` (proxy
+ * Every answer of keyrelay's own carries `x-content-type-options: nosniff` (proxy
  * refusals, console errors, health and metrics, the connection-level refusals), and the console's CSP
  * forbids plugins (`object-src 'none'`).
  */

@@ -1,6 +1,6 @@
 /**
- * Issue 16, items 3, 7 and 8, on raw sockets: HTTP/1.0 with Transfer-Encoding is refused and the
- * connection closed (RFC 9112 §6.1); more than KEYRELAY_MAX_HEADERS header lines is 431, never silently
+ * On raw sockets: HTTP/1.0 with Transfer-Encoding is refused and the
+ * connection closed (RFC 9112 §6.1); more than 100 header lines (MAX_HEADERS, src/http-guard.ts) is 431, never silently
  * trimmed; and nothing pipelined behind an answer that closes the connection is processed.
  */
 import { connect } from 'node:net';
@@ -167,6 +167,44 @@ describe('pipelining behind a closing refusal', () => {
     expect(statuses(res.received)).toEqual([413]);
     await sleep(300);
     expect(reachedUpstream(marker)).toBe(false);
+  });
+
+  it('drops a request pipelined behind a 404 for an unknown provider', async () => {
+    for (let round = 0; round < 3; round++) {
+      const marker = `behind-404-${Date.now()}-${round}`;
+      const body = chat('unknown');
+      const unknown =
+        rawHead('POST /api/proxy/nosuchprovider/v1/chat/completions HTTP/1.1', [
+          'Host: x',
+          `proxy-api-key: ${key}`,
+          'content-type: application/json',
+          `content-length: ${Buffer.byteLength(body)}`,
+        ]) + body;
+      const res = await converse([unknown + validRequest(marker)]);
+      expect(statuses(res.received)).toEqual([404]);
+      expect(res.closed).toBe(true);
+      await sleep(300);
+      expect(reachedUpstream(marker)).toBe(false);
+    }
+  });
+
+  it('drops a request pipelined behind HTTP/1.0 + Transfer-Encoding with an empty chunked body', async () => {
+    for (let round = 0; round < 3; round++) {
+      const marker = `behind-te-empty-${Date.now()}-${round}`;
+      const first =
+        rawHead(`POST ${PATH} HTTP/1.0`, [
+          'Host: x',
+          `proxy-api-key: ${key}`,
+          'content-type: application/json',
+          'Connection: keep-alive',
+          'Transfer-Encoding: chunked',
+        ]) + '0\r\n\r\n';
+      const res = await converse([first + validRequest(marker)]);
+      expect(statuses(res.received)).toEqual([400]);
+      expect(res.closed).toBe(true);
+      await sleep(300);
+      expect(reachedUpstream(marker)).toBe(false);
+    }
   });
 
   it('still answers ordinary pipelined requests, in order', async () => {

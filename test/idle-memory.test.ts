@@ -40,7 +40,6 @@ async function heap(url: string): Promise<{ used: number; young: number; old: nu
 interface Reclaim {
   time: number;
   reason: string;
-  trimmed: boolean | null;
 }
 
 describe('idle memory', () => {
@@ -98,16 +97,12 @@ describe('idle memory', () => {
       const now = await heap(kr.url);
       const seen = JSON.stringify({ reclaims: reclaims(), before, after, now });
       expect(reclaims()[0]?.reason, seen).toBe('start');
-      // Every collection also trims the C heap (native/malloc-trim, built by npm install): null = not loaded.
-      for (const r of reclaims()) expect(typeof r.trimmed, seen).toBe('boolean');
       const later = reclaims().filter((r) => r.reason !== 'start');
       expect(later.length, seen).toBeLessThanOrEqual(1);
       if (later[0]) expect(later[0].time - burstEnd, seen).toBeGreaterThan(28_000);
       expect(after.young, seen).toBeGreaterThan(4);
       expect(now.young, seen).toBeLessThanOrEqual(4);
       expect(now.used, seen).toBeLessThan(before.used + 8);
-      // The old generation compacted: not pages kept for a few survivors each (memory.ts, compacting).
-      if (later[0]) expect(now.old - now.oldUsed, seen).toBeLessThan(8);
     } finally {
       kr.child.kill('SIGTERM');
       await kr.exited;

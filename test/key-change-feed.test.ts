@@ -15,7 +15,7 @@ import { createUserWithKey, runCli, startServeProcess, type ServeProcess } from 
 
 const BOUND_MS = 1_500;
 // Long enough that only the change feed can explain a refusal within the bound.
-const LONG_TTL_MS = '600000';
+const LONG_TTL_MS = 600_000;
 const TRIALS = 20;
 
 let openai: FakeUpstream;
@@ -52,11 +52,10 @@ describe('one instance on SQLite, no Redis', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-feed-'));
-    server = await startServeProcess({
-      KEYRELAY_DATA_DIR: dataDir,
-      KEYRELAY_OPENAI_UPSTREAM: openai.url,
-      KEYRELAY_KEY_CACHE_TTL_MS: LONG_TTL_MS,
-    });
+    server = await startServeProcess(
+      { KEYRELAY_DATA_DIR: dataDir, KEYRELAY_OPENAI_UPSTREAM: openai.url },
+      { tuning: { keyCacheTtlMs: LONG_TTL_MS } },
+    );
   }, 60_000);
   afterAll(async () => {
     server?.child.kill('SIGTERM');
@@ -89,9 +88,9 @@ describe('two instances on one PostgreSQL, no Redis', () => {
     const env = {
       KEYRELAY_DATABASE_URL: db.url,
       KEYRELAY_OPENAI_UPSTREAM: openai.url,
-      KEYRELAY_KEY_CACHE_TTL_MS: LONG_TTL_MS,
     };
-    [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
+    const tuning = { keyCacheTtlMs: LONG_TTL_MS };
+    [a, b] = await Promise.all([startInstance(env, tuning), startInstance(env, tuning)]);
     onA = new Client(a.url);
     await onA.signup(`feed-${Date.now()}@example.com`);
   }, 120_000);

@@ -1,5 +1,5 @@
 /**
- * Hard budgets and in-flight limits across two instances on PostgreSQL + Redis (issue #13): 50 concurrent
+ * Hard budgets and in-flight limits across two instances on PostgreSQL + Redis: 50 concurrent
  * streaming requests through the OpenAI SDK, spread over both instances, against a hard budget that covers
  * 10 of them. Reservations are taken in Redis by one script, so the settled spend never passes the budget
  * by more than docs/limits.md's bound (here 0: every request names max_tokens and the provider's usage
@@ -9,7 +9,7 @@
 import OpenAI from 'openai';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeCost } from '../src/usage/index.js';
+import { computeCost } from '../src/metering/index.js';
 import { startPair, waitFor, type Pair } from './helpers/cluster.js';
 
 const HOLD_TTL_MS = 2_000;
@@ -19,7 +19,7 @@ const USAGE = { prompt_tokens: 5, completion_tokens: MAX_TOKENS, cached_tokens: 
 
 let pair: Pair;
 beforeAll(async () => {
-  pair = await startPair('hard', { KEYRELAY_LIMIT_HOLD_TTL_MS: String(HOLD_TTL_MS) });
+  pair = await startPair('hard', {}, { limits: { holdTtlMs: HOLD_TTL_MS } });
 }, 120_000);
 afterAll(() => pair?.close(), 120_000);
 

@@ -1,17 +1,16 @@
 /**
- * Issue #13 on one instance, through the official SDKs: a hard budget reserves each request's upper bound
+ * Key limits on one instance, through the official SDKs: a hard budget reserves each request's upper bound
  * while it runs (requests in flight cannot overshoot it), refused requests never reach upstream, and every
  * ending (success, upstream error, caller abort, upstream drop) releases what the request held; unpriced
- * calls under a hard budget are refused unless the deployment allows them; tokens per minute and requests
+ * calls under a hard budget are refused unless the key allows them; tokens per minute and requests
  * in flight refuse with 429 and retry-after; the rpm leaves listings and token counting out by default.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setKeyLimits } from '../src/keys/actions.js';
 import type { KeyLimits } from '../src/store/types.js';
-import { computeCost } from '../src/usage/index.js';
+import { computeCost } from '../src/metering/index.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
 const openaiVia = (h: Harness, key: string) =>
@@ -78,7 +77,7 @@ const chatsAt = (h: Harness) => h.openai.requests.filter((r) => r.url === '/v1/c
 describe('hard budget, tokens per minute, requests in flight (one instance)', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS: '20000' });
+    h = await startHarness({}, { limits: { defaultOutputTokens: 20_000 } });
   });
   afterAll(() => h.close());
 
@@ -196,7 +195,7 @@ describe('hard budget, tokens per minute, requests in flight (one instance)', ()
     });
     expect(h.kr.services.limits.inFlight(u.keyId)).toBe(0);
     const msg = await anthropic.messages.create({
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-4-6',
       max_tokens: 10,
       messages: [{ role: 'user', content: 'hi' }],
     });
@@ -211,7 +210,7 @@ describe('hard budget, tokens per minute, requests in flight (one instance)', ()
     for (let i = 0; i < 3; i++) {
       await client.models.list();
       await anthropic.messages.countTokens({
-        model: 'claude-sonnet-4-5',
+        model: 'claude-sonnet-4-6',
         messages: [{ role: 'user', content: 'hi' }],
       });
     }
@@ -226,27 +225,36 @@ describe('hard budget, tokens per minute, requests in flight (one instance)', ()
   });
 });
 
-describe('KEYRELAY_HARD_BUDGET_UNPRICED=allow', () => {
+describe("a hard budget's unpriced calls, per key", () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ KEYRELAY_HARD_BUDGET_UNPRICED: 'allow' });
+    h = await startHarness();
   });
   afterAll(() => h.close());
 
-  it('lets unpriced calls through under a hard budget, at a cost of 0', async () => {
-    const u = await h.newUser();
-    await setKeyLimits({ store: h.kr.services.configStore, bus: h.kr.services.bus }, null, u.keyId, {
-      budget_usd: 1,
-      budget_mode: 'hard',
+  const limit = (keyId: string, patch: Partial<KeyLimits>) =>
+    setKeyLimits({ store: h.kr.services.configStore, bus: h.kr.services.bus }, null, keyId, patch);
+
+  it('lets them through for a key that allows them, refuses them for the others on the same instance', async () => {
+    const allowing = await h.newUser();
+    const refusing = await h.newUser();
+    await limit(allowing.keyId, { budget_usd: 1, budget_mode: 'hard', budget_unpriced: 'allow' });
+    await limit(refusing.keyId, { budget_usd: 1, budget_mode: 'hard' });
+    const before = chatsAt(h);
+    expect(await streamChat(openaiVia(h, allowing.key), { model: 'no-such-model-13' }, {})).toEqual({
+      ok: true,
     });
-    const before = h.openai.requests.length;
-    const res = await request(`${h.url}/api/proxy/openai/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'proxy-api-key': u.key, authorization: 'Bearer sk-x' },
-      body: JSON.stringify({ model: 'no-such-model-13', messages: [{ role: 'user', content: 'x' }] }),
+    expect(await streamChat(openaiVia(h, refusing.key), { model: 'no-such-model-13' }, {})).toMatchObject({
+      ok: false,
+      status: 403,
+      code: 'proxy_key_forbidden',
     });
-    await res.body.text();
-    expect(res.statusCode).toBe(200);
-    expect(h.openai.requests.length).toBe(before + 1);
+    expect(chatsAt(h) - before).toBe(1);
+    // Changed back, the key refuses them at once (the key cache follows the change).
+    await limit(allowing.keyId, { budget_unpriced: 'refuse' });
+    expect(await streamChat(openaiVia(h, allowing.key), { model: 'no-such-model-13' }, {})).toMatchObject({
+      status: 403,
+    });
+    expect(chatsAt(h) - before).toBe(1);
   });
 });

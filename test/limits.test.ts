@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setKeyLimits } from '../src/keys/actions.js';
 import { DEFAULT_SYNC_MS } from '../src/limits/limiter.js';
 import type { KeyLimits } from '../src/store/types.js';
-import { computeCost } from '../src/usage/index.js';
+import { computeCost } from '../src/metering/index.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { fillLog } from './helpers/log-rows.js';
 import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
@@ -85,7 +85,7 @@ describe('per-key limits on one instance', () => {
     const u = await h.newUser();
     await limit(h, u.keyId, { allowed_providers: ['openai'] });
     const before = h.anthropic.requests.length;
-    const refused = await call(h, u.key, 'anthropic', 'claude-sonnet-4-5');
+    const refused = await call(h, u.key, 'anthropic', 'claude-sonnet-4-6');
     expectRefusal(refused, 403, 'proxy_key_forbidden', 'anthropic');
     expect(refused.body).toContain('anthropic');
     expect(h.anthropic.requests.length).toBe(before);
@@ -96,7 +96,7 @@ describe('per-key limits on one instance', () => {
     expect(row).toMatchObject({
       key_id: u.keyId,
       provider: 'anthropic',
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-4-6',
       status: 403,
       outcome: 'refused',
       error_code: 'proxy_key_forbidden',
@@ -107,7 +107,7 @@ describe('per-key limits on one instance', () => {
     const u = await h.newUser();
     await limit(h, u.keyId, { allowed_models: ['gpt-4o-mini', 'claude-sonnet-*'] });
     expect((await call(h, u.key, 'openai', 'gpt-4o-mini')).status).toBe(200);
-    expect((await call(h, u.key, 'anthropic', 'claude-sonnet-4-5')).status).toBe(200);
+    expect((await call(h, u.key, 'anthropic', 'claude-sonnet-4-6')).status).toBe(200);
     expectRefusal(await call(h, u.key, 'openai', 'gpt-4o'), 403, 'proxy_key_forbidden', 'openai');
     expectRefusal(
       await call(h, u.key, 'anthropic', 'claude-opus-4-1'),
@@ -162,7 +162,7 @@ describe('per-key limits on one instance', () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(120);
     expectRefusal(
-      await call(h, u.key, 'anthropic', 'claude-sonnet-4-5'),
+      await call(h, u.key, 'anthropic', 'claude-sonnet-4-6'),
       429,
       'proxy_rate_limited',
       'anthropic',
@@ -201,6 +201,19 @@ describe('per-key limits on one instance', () => {
     const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
     const retryAfter = Number(refused.headers['retry-after']);
     expect(Math.abs(retryAfter - (midnight - now.getTime()) / 1000)).toBeLessThan(5);
+    // The SDK user reads when it resets in hours and minutes, not in tens of thousands of seconds.
+    const sdkErr: unknown = await new OpenAI({
+      apiKey: 'sk-test-limits',
+      baseURL: `${h.url}/api/proxy/openai/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'proxy-api-key': u.key },
+    }).chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(sdkErr).toBeInstanceOf(OpenAI.RateLimitError);
+    const message = (sdkErr as InstanceType<typeof OpenAI.RateLimitError>).message;
+    expect(message).toMatch(/per day \(UTC\); it resets in (\d+ h( \d+ min)?|\d+ min( \d+ s)?|\d+ s)\.$/);
+    expect(message).not.toMatch(/\d{4,} s/);
 
     // A bigger budget lets the key through again at once.
     await limit(h, u.keyId, { budget_usd: cost * 10 });

@@ -140,7 +140,7 @@ describe.each([sqlite(), postgres()])('request-log search on $name', (backend) =
     expect(await find(again, 'platypus')).toEqual([]);
   });
 
-  it('indexes the head and tail of a long body, up to KEYRELAY_LOG_SEARCH_BODY_CHARS, and stays in step', async () => {
+  it('indexes the head and tail of a long body, up to the indexed characters per body, and stays in step', async () => {
     const acct = `acct-${newId()}`;
     const s = await open({ search: true, searchBodyChars: 200 });
     const find = async (q: string) =>
@@ -158,7 +158,7 @@ describe.each([sqlite(), postgres()])('request-log search on $name', (backend) =
     expect(await find('narwhal')).toEqual([long.id]); // tail
     expect(await find('meerkat')).toEqual([short.id]); // the middle of the long body is not indexed
     // Pruning bodies removes exactly what was indexed: nothing of the long body is found afterwards.
-    await s.prune('1990-01-01T00:00:00.000Z', new Date(t + 2).toISOString());
+    await s.prune('1990-01-01T00:00:00.000Z', [{ account_id: acct, before: new Date(t + 2).toISOString() }]);
     expect(await find('aardvark')).toEqual([]);
     expect(await find('narwhal')).toEqual([]);
 
@@ -377,11 +377,18 @@ describe("SQLite: an index from before streams' search text", () => {
       db.exec(`DROP TRIGGER requests_fts_insert; DROP TRIGGER requests_fts_delete;
         DROP TRIGGER requests_fts_update; DROP TABLE requests_fts;`);
       for (const sql of LEGACY_INDEX_SQL) db.exec(sql);
-      const columns = downgraded ? LOG_COLUMNS : LOG_COLUMNS.filter((c) => c !== 'response_search_text');
-      const insert = db.prepare(
-        `INSERT INTO requests (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+      // The columns that release's table had (later migrations add more), each row's values picked by name.
+      const present = new Set(
+        db
+          .prepare<[], { name: string }>("SELECT name FROM pragma_table_info('requests')")
+          .all()
+          .map((c) => c.name),
       );
-      for (const values of encodeRows(rows).encoded) insert.run(...values.slice(0, columns.length));
+      const picked = LOG_COLUMNS.flatMap((c, i) => (present.has(c) ? [{ c, i }] : []));
+      const insert = db.prepare(
+        `INSERT INTO requests (${picked.map((p) => p.c).join(', ')}) VALUES (${picked.map(() => '?').join(', ')})`,
+      );
+      for (const values of encodeRows(rows).encoded) insert.run(...picked.map((p) => values[p.i]));
       db.exec(
         `INSERT INTO requests_fts (rowid, ${FTS_COLUMNS}) SELECT row, ${FTS_COLUMNS} FROM requests_fts_source`,
       );

@@ -1,15 +1,16 @@
 /**
- * The console's sign-in throttle takes its limits from the settings (KEYRELAY_LOGIN_*): keyrelay runs in this
- * process on a real socket, and sign-ups over HTTP from one IP fill that IP's window.
+ * The console's sign-in throttle takes its limits from the configuration (its constants, or a test's
+ * tuning): keyrelay runs in this process on a real socket, and sign-ups over HTTP from one IP fill that
+ * IP's window.
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
-describe('KEYRELAY_LOGIN_MAX_PER_IP / _PER_EMAIL', () => {
+describe('the login throttle, per IP and per email', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ KEYRELAY_LOGIN_MAX_PER_IP: '3', KEYRELAY_LOGIN_MAX_PER_EMAIL: '2' });
+    h = await startHarness({}, { loginThrottle: { windowMs: 15 * 60_000, maxPerIp: 3, maxPerEmail: 2 } });
   });
   afterAll(() => h?.close());
 

@@ -107,6 +107,31 @@ describe('several instances on one PostgreSQL and one Redis', () => {
     }
   });
 
+  it('refuses on both instances, within a second, the keys of a member removed on A', async () => {
+    const org = await onA.post('/orgs', { name: 'Cluster team' });
+    expect(org.status, org.text).toBe(201);
+    const invite = await onA.post(`/orgs/${org.json.org.id}/invites`, { role: 'member' });
+    const dev = new Client(b.url);
+    const signedIn = await dev.signup(`dev-${Date.now()}@example.com`);
+    const joined = await dev.post('/invites/accept', { token: invite.json.token });
+    expect(joined.status, joined.text).toBe(200);
+    const key = joined.json.key.key as string;
+    for (const inst of [a, b]) expect((await callProxy(inst.url, key)).status).toBe(200);
+    const removed = await onA.post(`/orgs/${org.json.org.id}/members/${signedIn.json.account.id}/remove`, {});
+    expect(removed.status, removed.text).toBe(200);
+    for (const inst of [a, b]) {
+      await waitFor(
+        `${inst.url} to refuse the removed member's key`,
+        async () => ((await callProxy(inst.url, key)).status === 401 ? true : undefined),
+        REVOCATION_BOUND_MS,
+        10,
+      );
+    }
+    // Their session still works, for their own organization only.
+    expect((await dev.get('/keys')).status).toBe(200);
+    expect((await dev.get('/keys', { 'x-keyrelay-org': org.json.org.id })).status).toBe(404);
+  });
+
   it("shows in each instance's console the log rows written through both", async () => {
     const k = await createKeyOn(onA, 'logs');
     const viaA = await callProxy(a.url, k.key);

@@ -89,4 +89,37 @@ describe('supported Node versions', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('every installed dependency accepts Node 20.19, or the README says why its EBADENGINE warning is harmless', () => {
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean; engines?: { node?: string } | string[] }>;
+    };
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const excluding: string[] = [];
+    for (const [path, entry] of Object.entries(lock.packages)) {
+      const range = Array.isArray(entry.engines) ? undefined : entry.engines?.node;
+      if (!path || entry.dev || range === undefined || admitsNode20(range)) continue;
+      excluding.push(path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    }
+    for (const name of excluding)
+      expect([name, readme.includes(`EBADENGINE … package: '${name}@`)]).toEqual([name, true]);
+  });
 });
+
+/**
+ * Whether an engines range admits Node 20.19.0, for the forms dependencies use (`>=a.b`, `20`, `20.x`, `^20.b`, `*`); an unknown form counts as excluding, so the test names it.
+ */
+function admitsNode20(range: string): boolean {
+  return range.split('||').some((alt) => {
+    const set = alt.trim().replace(/>=\s+/g, '>=').split(/\s+/);
+    return set.every((c) => {
+      if (c === '*') return true;
+      const m = /^(>=|\^|)v?(\d+)(?:\.(\d+|x))?(?:\.(\d+|x))?$/.exec(c);
+      if (!m) return false;
+      const major = Number(m[2]);
+      const minor = m[3] === undefined || m[3] === 'x' ? 0 : Number(m[3]);
+      if (m[1] === '>=') return major < 20 || (major === 20 && minor <= 19);
+      return major === 20 && minor <= 19;
+    });
+  });
+}

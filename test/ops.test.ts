@@ -56,7 +56,7 @@ describe('operations endpoints', () => {
     const slow = request(`${h.url}/api/proxy/anthropic/v1/messages`, {
       method: 'POST',
       headers: { 'proxy-api-key': key, 'content-type': 'application/json', 'x-fake-event-delay-ms': '100' },
-      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 5, stream: true, messages: [] }),
+      body: JSON.stringify({ model: 'claude-sonnet-4-6', max_tokens: 5, stream: true, messages: [] }),
     });
     const res = await slow;
     const stopping = h.kr.stop();

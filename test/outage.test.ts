@@ -37,12 +37,11 @@ afterAll(async () => {
   await db?.drop();
 }, 60_000);
 
-async function start(env: Record<string, string>): Promise<Instance> {
-  const inst = await startInstance({
-    KEYRELAY_OPENAI_UPSTREAM: openai.url,
-    KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-    ...env,
-  });
+async function start(env: Record<string, string>, keyCacheTtlMs = 60_000): Promise<Instance> {
+  const inst = await startInstance(
+    { KEYRELAY_OPENAI_UPSTREAM: openai.url, KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url, ...env },
+    { keyCacheTtlMs },
+  );
   running.push(inst);
   return inst;
 }
@@ -117,8 +116,6 @@ async function startBehindPgProxy(): Promise<{
   const pgProxy = await faultProxyTo(5432);
   const kr = await start({
     KEYRELAY_DATABASE_URL: db.url.replace('127.0.0.1:5432', pgProxy.host),
-    KEYRELAY_KEY_CACHE_TTL_MS: '60000',
-    KEYRELAY_LOG_FLUSH_MS: '100',
   });
   const onKr = new Client(kr.url);
   await onKr.signup(`pg-outage-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`);
@@ -227,9 +224,8 @@ async function startPairBehind(
   const env = {
     KEYRELAY_DATABASE_URL: db.url,
     KEYRELAY_REDIS_URL: `redis://${redis.host}`,
-    KEYRELAY_KEY_CACHE_TTL_MS: String(ttlMs),
   };
-  const [a, b] = await Promise.all([start(env), start(env)]);
+  const [a, b] = await Promise.all([start(env, ttlMs), start(env, ttlMs)]);
   const onA = new Client(a.url);
   const email = `redis-outage-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`;
   await onA.signup(email);
@@ -249,8 +245,6 @@ describe('PostgreSQL outage with the request log off', () => {
     const pgProxy = await faultProxyTo(5432);
     const kr = await start({
       KEYRELAY_DATABASE_URL: db.url.replace('127.0.0.1:5432', pgProxy.host),
-      KEYRELAY_KEY_CACHE_TTL_MS: '60000',
-      KEYRELAY_LOG_FLUSH_MS: '100',
       KEYRELAY_REQUEST_LOG: 'false',
     });
     const onKr = new Client(kr.url);

@@ -70,7 +70,7 @@ describe('an internal failure', () => {
       maxRetries: 0,
     });
     const err = await client.messages
-      .create({ model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+      .create({ model: 'claude-sonnet-4-6', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
       .then(
         () => null,
         (e: unknown) => e,

@@ -4,7 +4,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 
 let h: Harness;
@@ -34,7 +34,7 @@ const anthropicVia = (baseURL: string, proxyKey?: string) =>
 /** Fields that differ between two calls by nature (none in the fakes' deterministic output). */
 const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Say hi' }] };
 const msg = {
-  model: 'claude-sonnet-4-5',
+  model: 'claude-sonnet-4-6',
   max_tokens: 100,
   messages: [{ role: 'user' as const, content: 'Say hi' }],
 };
@@ -119,6 +119,16 @@ describe('OpenAI SDK through keyrelay', () => {
 });
 
 describe('Anthropic SDK through keyrelay', () => {
+  it('prints no deprecation notice for the model the tests and snippets use', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      await anthropicVia(h.url + '/api/proxy/anthropic', key).messages.create(msg);
+      expect(warn.mock.calls.flat().join('\n')).not.toMatch(/deprecated/i);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it('returns the same message as the upstream directly', async () => {
     const direct = await anthropicVia(h.anthropic.url).messages.create(msg);
     const proxied = await anthropicVia(h.url + '/api/proxy/anthropic', key).messages.create(msg);

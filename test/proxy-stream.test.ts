@@ -29,7 +29,7 @@ function streamBody(provider: FakeProvider, extra: Record<string, unknown> = {})
   const messages = [{ role: 'user', content: `stream test ${Math.random()}` }];
   return provider === 'openai'
     ? JSON.stringify({ model: 'gpt-4o-mini', messages, stream: true, ...extra })
-    : JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages, stream: true, ...extra });
+    : JSON.stringify({ model: 'claude-sonnet-4-6', max_tokens: 64, messages, stream: true, ...extra });
 }
 
 /** POSTs through keyrelay and returns the raw (still encoded) bytes the caller received. */

@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 6: what the request log keeps of headers and query strings holds no credential, whatever
+ * What the request log keeps of headers and query strings holds no credential, whatever
  * the header or parameter is called; `proxy_*` spellings are never forwarded, and `proxy_api_key` is
  * refused rather than taken (or passed on) as a key.
  */
@@ -107,6 +107,21 @@ describe('request log redaction', () => {
     const sent = h.openai.requests.at(-1)!;
     expect(sent.url).toContain(`api_key=${RANDOM_TOKEN}`);
     expect(sent.headers['x-custom-one']).toBe(OPENAI_KEY);
+  });
+
+  it('redacts a bare query item (no `=`) and a query name that is itself a credential', async () => {
+    const canary = `sk-CANARY-${RANDOM_TOKEN}`;
+    const r = await call(
+      `/v1/chat/completions?${canary}&${other.key}&q=hello&${encodeURIComponent(OPENAI_KEY)}=1&flag`,
+      { 'proxy-api-key': user.key },
+    );
+    expect(r.status).toBe(200);
+    const stored = await row(r.id);
+    const json = JSON.stringify(stored);
+    for (const secret of [canary, RANDOM_TOKEN, other.key, OPENAI_KEY])
+      expect(json, secret).not.toContain(secret);
+    expect(stored.path).toBe('/v1/chat/completions?[redacted]&[redacted]&q=hello&[redacted]&flag');
+    expect(h.openai.requests.at(-1)!.url).toContain(canary);
   });
 
   it('never forwards proxy_* headers, and refuses proxy_api_key instead of taking or passing it', async () => {

@@ -56,7 +56,7 @@ describe('request log off', () => {
     });
     const final = await anthropic.messages
       .stream({
-        model: 'claude-sonnet-4-5',
+        model: 'claude-sonnet-4-6',
         max_tokens: 100,
         messages: [{ role: 'user', content: 'Say hi' }],
       })

@@ -94,7 +94,7 @@ describe('request log', () => {
 
   it('records an Anthropic stream with cache reads and writes counted in input', async () => {
     const r = await call('anthropic', {
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-4-6',
       max_tokens: 50,
       stream: true,
       messages: [{ role: 'user', content: 'hi' }],
@@ -109,7 +109,7 @@ describe('request log', () => {
       usage_source: 'provider',
     });
     expect(log.cost_usd).toBeCloseTo(
-      price('claude-sonnet-4-5', 'anthropic', {
+      price('claude-sonnet-4-6', 'anthropic', {
         input_tokens: 40,
         cache_write_tokens: 5,
         cache_read_tokens: 10,
@@ -238,7 +238,7 @@ describe('request log', () => {
   it('logs an upstream error with its status', async () => {
     const r = await call(
       'anthropic',
-      { model: 'claude-sonnet-4-5', max_tokens: 5, messages: [] },
+      { model: 'claude-sonnet-4-6', max_tokens: 5, messages: [] },
       { 'x-fake-status': '529' },
     );
     expect(r.status).toBe(529);
@@ -279,7 +279,7 @@ describe('request log', () => {
   it('logs an idle-timed-out stream as timeout with partial usage', async () => {
     const res = await call(
       'anthropic',
-      { model: 'claude-sonnet-4-5', max_tokens: 50, stream: true, messages: [] },
+      { model: 'claude-sonnet-4-6', max_tokens: 50, stream: true, messages: [] },
       { 'x-fake-stall-after-events': '3' },
     ).catch(() => null);
     // The caller's stream ends abnormally; find the row by listing.
@@ -294,7 +294,7 @@ describe('request log', () => {
 
   it('logs a stream the client abandoned as client_aborted with partial usage', async () => {
     const url = new URL(h.url);
-    const body = JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 50, stream: true, messages: [] });
+    const body = JSON.stringify({ model: 'claude-sonnet-4-6', max_tokens: 50, stream: true, messages: [] });
     await new Promise<void>((resolve) => {
       const sock = connect(Number(url.port), url.hostname, () => {
         sock.write(

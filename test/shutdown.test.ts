@@ -54,12 +54,12 @@ describe('graceful shutdown', () => {
       },
       {
         provider: 'anthropic',
-        body: { model: 'claude-sonnet-4-5', max_tokens: 9, stream: true, messages: [] },
+        body: { model: 'claude-sonnet-4-6', max_tokens: 9, stream: true, messages: [] },
         headers: { 'x-fake-event-delay-ms': '30' },
       },
       {
         provider: 'anthropic',
-        body: { model: 'claude-sonnet-4-5', max_tokens: 9, messages: [] },
+        body: { model: 'claude-sonnet-4-6', max_tokens: 9, messages: [] },
         headers: { 'x-fake-status': '500' },
       },
       {
@@ -70,7 +70,7 @@ describe('graceful shutdown', () => {
       // Outlives the drain deadline: cut at shutdown, and must still be logged.
       {
         provider: 'anthropic',
-        body: { model: 'claude-sonnet-4-5', max_tokens: 9, stream: true, messages: [] },
+        body: { model: 'claude-sonnet-4-6', max_tokens: 9, stream: true, messages: [] },
         headers: { 'x-fake-event-delay-ms': '800' },
       },
     ];

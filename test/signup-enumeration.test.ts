@@ -1,7 +1,8 @@
 /**
- * Issue 16, item 9: sign-up answers the same, in about the same time, whether or not the address has an
+ * Sign-up answers the same, in about the same time, whether or not the address has an
  * account; the owner of an existing account is told of the attempt at their next sign-in, once.
  */
+import { readFileSync } from 'node:fs';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
@@ -68,5 +69,28 @@ describe('sign-up', () => {
     expect((await post('/login', { email, password: 'someone else entirely' })).status).toBe(401);
     const third = await post('/login', { email, password: 'correct horse battery' });
     expect(third.json.notices).toEqual([]);
+  });
+
+  it('hides a taken address from sign-up and login answers; the threat model names the one thing it cannot', async () => {
+    const email = `known-${Date.now()}@example.com`;
+    expect((await post('/signup', { email, password: 'correct horse battery' })).status).toBe(202);
+    const unknown = await post('/login', {
+      email: `nobody-${Date.now()}@example.com`,
+      password: 'x'.repeat(12),
+    });
+    const wrong = await post('/login', { email, password: 'x'.repeat(12) });
+    expect([unknown.status, unknown.text]).toEqual([401, wrong.text]);
+    // Sign-up then sign-in with the chosen password tells a taken address from a new one: with no email
+    // verification nothing can hide that, and the threat model must say so rather than promise otherwise.
+    expect((await post('/signup', { email, password: 'a stranger chose this' })).status).toBe(202);
+    expect((await post('/login', { email, password: 'a stranger chose this' })).status).toBe(401);
+    const doc = readFileSync(new URL('../docs/threat-model.md', import.meta.url), 'utf8').replace(
+      /\s+/g,
+      ' ',
+    );
+    expect(doc).toContain('beyond what sign-up without email verification cannot hide');
+    expect(doc).toMatch(
+      /cannot sign in with the password just chosen has learned that the address was taken/,
+    );
   });
 });

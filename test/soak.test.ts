@@ -1,8 +1,9 @@
 /**
- * Issue 16 soak: one `keyrelay serve` (the built CLI) under a 256-descriptor limit, for ~40 s, with slow
+ * Soak under hostile load: one `keyrelay serve` (the built CLI) under a 256-descriptor limit, for ~40 s, with slow
  * clients from another address (headers a line a second, login bodies a byte a second, reconnecting when
- * cut or refused), a hostile upstream answering every call on its route with a 1 GiB brotli bomb, and
- * normal keyed traffic from 127.0.0.1 meanwhile. It must stay up, answer every legitimate request, keep RSS
+ * cut or refused), a key holder from that address opening WebSockets that flood pings and never read, and
+ * pipelining requests behind answers that close the connection, a hostile upstream answering every call on
+ * its route with a 1 GiB brotli bomb, and normal keyed traffic from 127.0.0.1 meanwhile. It must stay up, answer every legitimate request, keep RSS
  * under the stated bound, and log every proxied call. Loopback only; `npm run build` first.
  */
 import Database from 'better-sqlite3';
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
 import { Agent, request } from 'undici';
+import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
 import { createUserWithKey, startServeProcess } from './helpers/process.js';
@@ -96,6 +98,75 @@ function slowClient(
   })();
 }
 
+/** A key holder's WebSocket that floods pings and never reads, reopened whenever it is cut or refused. */
+function pingFlooder(
+  port: number,
+  key: string,
+  isRunning: () => boolean,
+  stats: { opened: number; refused: number; cut: number },
+) {
+  return (async () => {
+    const payload = Buffer.alloc(125, 'p'); // a control frame's largest
+    while (isRunning()) {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/api/proxy/openai/v1/realtime?model=gpt-realtime`, {
+        headers: { 'proxy-api-key': key, authorization: 'Bearer sk-soak' },
+        localAddress: ATTACKER,
+      });
+      ws.on('error', () => undefined);
+      const closed = new Promise<void>((r) => ws.once('close', () => r()));
+      const opened = await new Promise<boolean>((r) => {
+        ws.once('open', () => r(true));
+        ws.once('unexpected-response', (_req, res) => (res.resume(), r(false)));
+        ws.once('close', () => r(false));
+      });
+      if (!opened) {
+        stats.refused++;
+        ws.terminate();
+        await sleep(250);
+        continue;
+      }
+      stats.opened++;
+      ws.pause();
+      while (isRunning() && ws.readyState === WebSocket.OPEN) {
+        if (ws.bufferedAmount < 1024 * 1024) for (let i = 0; i < 64; i++) ws.ping(payload);
+        await Promise.race([sleep(20), closed]);
+      }
+      if (isRunning()) stats.cut++;
+      ws.terminate();
+      await sleep(250);
+    }
+  })();
+}
+
+/** The model a request hidden behind a closing answer names: it must never reach upstream. */
+const PIPELINED_MODEL = 'pipelined-behind-close';
+
+/** Requests pipelined behind answers that close the connection (an unknown route; HTTP/1.0 chunked). */
+function pipeliner(port: number, key: string, isRunning: () => boolean, stats: { sent: number }) {
+  const hidden = JSON.stringify({ model: PIPELINED_MODEL, messages: [{ role: 'user', content: 'x' }] });
+  const behind =
+    `POST /api/proxy/openai/v1/chat/completions HTTP/1.1\r\nHost: x\r\nproxy-api-key: ${key}\r\n` +
+    `authorization: Bearer sk-soak\r\ncontent-type: application/json\r\ncontent-length: ${hidden.length}\r\n\r\n${hidden}`;
+  const leads = [
+    'GET /api/proxy/nope/v1/models HTTP/1.1\r\nHost: x\r\n\r\n',
+    `POST /api/proxy/openai/v1/chat/completions HTTP/1.0\r\nHost: x\r\nproxy-api-key: ${key}\r\n` +
+      'transfer-encoding: chunked\r\n\r\n0\r\n\r\n',
+  ];
+  return (async () => {
+    while (isRunning()) {
+      const socket = connect({ port, host: '127.0.0.1', localAddress: ATTACKER });
+      socket.on('error', () => undefined);
+      socket.resume();
+      const closed = new Promise<void>((r) => socket.once('close', () => r()));
+      socket.write(leads[stats.sent % leads.length]! + behind);
+      stats.sent++;
+      await Promise.race([closed, sleep(5000)]);
+      socket.destroy();
+      await sleep(100);
+    }
+  })();
+}
+
 function rss(pid: number): { now: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'latin1');
   const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)![1]) * 1024;
@@ -108,10 +179,8 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
       KEYRELAY_DATA_DIR: dataDir,
       KEYRELAY_OPENAI_UPSTREAM: openai.url,
       KEYRELAY_ANTHROPIC_UPSTREAM: bombUrl,
-      // Shorter than the defaults so that cuts happen within the soak; the caps are what 256 fds allow.
-      KEYRELAY_CLIENT_HEADERS_TIMEOUT_MS: '4000',
-      KEYRELAY_CLIENT_REQUEST_TIMEOUT_MS: '8000',
-      KEYRELAY_CLIENT_BODY_IDLE_TIMEOUT_MS: '4000',
+      // The caps are what 256 fds allow; slow clients past the per-address cap are cut at once, the others
+      // at the header (20 s) and body-silence (15 s) timeouts.
       KEYRELAY_MAX_CONNECTIONS_PER_IP: '100',
     };
     const { key } = await createUserWithKey('soak@example.com', env);
@@ -128,6 +197,12 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
     const attackers = [
       ...Array.from({ length: 150 }, () => slowClient(port, 'headers', isRunning, slowStats)),
       ...Array.from({ length: 50 }, () => slowClient(port, 'body', isRunning, slowStats)),
+    ];
+    const wsStats = { opened: 0, refused: 0, cut: 0 };
+    const pipeStats = { sent: 0 };
+    const keyHolders = [
+      ...Array.from({ length: 8 }, () => pingFlooder(port, key, isRunning, wsStats)),
+      ...Array.from({ length: 2 }, () => pipeliner(port, key, isRunning, pipeStats)),
     ];
 
     const dispatcher = new Agent({ connections: 4 });
@@ -146,7 +221,7 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
               'anthropic-version': '2023-06-01',
             },
             body: JSON.stringify({
-              model: provider === 'openai' ? 'gpt-4o' : 'claude-sonnet-4-5',
+              model: provider === 'openai' ? 'gpt-4o' : 'claude-sonnet-4-6',
               max_tokens: 16,
               messages: [{ role: 'user', content: 'soak' }],
             }),
@@ -173,7 +248,7 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
     await Promise.all(traffic);
     running = false;
     clearInterval(sampler);
-    await Promise.all(attackers);
+    await Promise.all([...attackers, ...keyHolders]);
     await dispatcher.close();
 
     const health = await request(`${kr.url}/healthz`, { reset: true });
@@ -186,7 +261,11 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
 
     const db = new Database(join(dataDir, 'requests.db'), { readonly: true });
     const rows = db
-      .prepare('SELECT provider, status, COUNT(*) AS n FROM requests GROUP BY provider, status')
+      // The legitimate traffic's rows; the attacker's own (sockets, refusals) are its key's to see.
+      .prepare(
+        `SELECT provider, status, COUNT(*) AS n FROM requests WHERE client_ip NOT LIKE '%${ATTACKER}'
+         GROUP BY provider, status`,
+      )
       .all();
     db.close();
     console.log(
@@ -196,6 +275,8 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
         bombCalls: legit.bombs,
         failed: legit.failed.length,
         slowClientCuts: slowStats.cut,
+        pingFlooders: wsStats,
+        pipelined: pipeStats.sent,
         rssBaselineMiB: Math.round(baseline / MiB),
         rssMaxSampledMiB: Math.round(Math.max(...samples) / MiB),
         rssPeakMiB: Math.round(mem.peak / MiB),
@@ -208,6 +289,12 @@ describe('soak: slow clients, a decompression bomb and normal traffic under a lo
     // Every slow client was cut at least once (the cap refuses some outright, the timeouts cut the rest).
     expect(slowStats.cut).toBeGreaterThan(200);
     expect(mem.peak).toBeLessThan(RSS_BOUND);
+    // Ping floods were admitted and then cut by flow control, never let grow memory (the bound above).
+    expect(wsStats.opened).toBeGreaterThan(0);
+    expect(wsStats.cut).toBeGreaterThan(0);
+    expect(pipeStats.sent).toBeGreaterThan(20);
+    const hidden = openai.requests.filter((r) => r.body.includes(PIPELINED_MODEL));
+    expect(hidden).toEqual([]);
     expect(rows).toEqual([
       { provider: 'anthropic', status: 200, n: legit.bombs },
       { provider: 'openai', status: 200, n: legit.ok },

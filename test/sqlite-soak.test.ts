@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqliteDriverFor } from '../src/node-support.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
-import { createUserWithKey } from './helpers/process.js';
+import { createUserWithKey, START_FLAGS, tunedServe } from './helpers/process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin/keyrelay.js');
@@ -42,8 +42,9 @@ interface Built {
 }
 
 /** The built CLI (bin/keyrelay.js → dist/), as an installed keyrelay runs. */
-function startBuilt(args: string[], env: Record<string, string>): Built {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+function startBuilt(args: string[], env: Record<string, string>, bin = true): Built {
+  const argv = bin ? [BIN, ...args] : args;
+  const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ...env } });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -74,8 +75,6 @@ describe('SQLite soak on this Node', () => {
       KEYRELAY_OPENAI_UPSTREAM: openai.url,
       KEYRELAY_PORT: '0',
       KEYRELAY_LOG_LEVEL: 'info',
-      // Shorter than the pauses below, so each burst after the first meets a new worker.
-      KEYRELAY_LOG_WRITER_IDLE_MS: '3000',
     };
     const { key } = await createUserWithKey('soak@example.com', env);
 
@@ -83,7 +82,8 @@ describe('SQLite soak on this Node', () => {
     const outputs: string[] = [];
     /** One `keyrelay serve` run: bursts of requests with pauses past the worker's idle exit, then SIGTERM. */
     const serveRun = async (bursts: number[]) => {
-      const kr = startBuilt(['serve'], env);
+      // The writer's idle exit shorter than the pauses below, so each burst after the first meets a new worker.
+      const kr = startBuilt([...START_FLAGS, ...tunedServe({ logWriterIdleMs: 3000 }, true)], env, false);
       const url = await listening(kr);
       const dispatcher = new Agent({ connections: 8 });
       // Small bodies and 8 at a time: files run two at a time, and the other one may be timing something.

@@ -1,5 +1,5 @@
 /**
- * Idle upstream connections are kept for reuse at most KEYRELAY_UPSTREAM_KEEPALIVE_MS, whatever the
+ * Idle upstream connections are kept for reuse at most UPSTREAM_KEEPALIVE_MS (src/proxy/agent.ts), whatever the
  * provider's Keep-Alive hint says: undici otherwise follows a hint up to 10 minutes, and after a burst of
  * 1,000 streams the process held 1,000 idle sockets (~8 MB of heap here, more with TLS) that long.
  */
@@ -11,7 +11,7 @@ let h: Harness;
 let key: string;
 
 beforeAll(async () => {
-  h = await startHarness({ KEYRELAY_UPSTREAM_KEEPALIVE_MS: '1000' });
+  h = await startHarness({}, { upstreamKeepAliveMs: 1000 });
   ({ key } = await h.newUser());
 });
 afterAll(() => h.close());

@@ -16,6 +16,7 @@ describe('a provider path without /api/proxy/<provider>', () => {
     const res = await request(`${h.url}/v1/models`);
     expect(res.statusCode).toBe(404);
     expect(res.headers['content-type']).toContain('application/json');
+    expect(res.headers['x-keyrelay-error']).toBe('wrong_base_url');
     const body = (await res.body.json()) as { error: { code: string; message: string; type: string } };
     expect(body.error.code).toBe('wrong_base_url');
     expect(body.error.type).toBe('invalid_request_error');
@@ -62,6 +63,17 @@ describe('a provider path without /api/proxy/<provider>', () => {
         anthropic: { base_url: `${h.url}/api/proxy/anthropic` },
       },
     });
+  });
+
+  it("answers any other unknown path under /api/, or a non-GET, with the console API's not_found", async () => {
+    for (const [method, path] of [
+      ['GET', '/api/nothing-here'],
+      ['POST', '/keys'],
+    ] as const) {
+      const res = await request(`${h.url}${path}`, { method });
+      expect(res.statusCode).toBe(404);
+      expect(await res.body.json()).toEqual({ error: { code: 'not_found', message: 'No such endpoint.' } });
+    }
   });
 
   it('still serves the console for its own pages', async () => {

@@ -43,7 +43,7 @@ describe('a caller that stops reading', () => {
   let h: Harness;
   let u: { key: string; accountId: string };
   beforeAll(async () => {
-    h = await startHarness({ KEYRELAY_WS_HIGH_WATER_BYTES: String(256 * 1024) });
+    h = await startHarness({}, { ws: { highWaterBytes: 256 * 1024 } });
     u = await h.newUser();
   });
   afterAll(() => h.close());
@@ -102,10 +102,10 @@ describe('a caller that stops reading', () => {
 describe('the per-connection buffer cap', () => {
   it('closes both sides with a logged reason when a non-reading caller lets it overflow', async () => {
     // High-water above the cap: nothing pauses upstream, so the cap is what stops the flood.
-    const h = await startHarness({
-      KEYRELAY_WS_HIGH_WATER_BYTES: String(64 * 1024 * 1024),
-      KEYRELAY_WS_MAX_BUFFER_BYTES: String(512 * 1024),
-    });
+    const h = await startHarness(
+      {},
+      { ws: { highWaterBytes: 64 * 1024 * 1024, maxBufferBytes: 512 * 1024 } },
+    );
     try {
       const u = await h.newUser();
       const { c, up } = await open(h, u.key);
@@ -130,7 +130,7 @@ describe('the per-connection buffer cap', () => {
 
 describe('idle timeout and unreachable upstream', () => {
   it('closes an idle socket on both sides with 1001', async () => {
-    const h = await startHarness({ KEYRELAY_WS_IDLE_TIMEOUT_MS: '300' });
+    const h = await startHarness({}, { ws: { idleTimeoutMs: 300 } });
     try {
       const u = await h.newUser();
       const { c, up } = await open(h, u.key);

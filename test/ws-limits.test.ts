@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey, rollKey, setKeyLimits } from '../src/keys/actions.js';
 import type { KeyLimits } from '../src/store/types.js';
 import type { RequestLogRow } from '../src/types.js';
-import { computeCost } from '../src/usage/index.js';
+import { computeCost } from '../src/metering/index.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { mustOpen, mustRefuse, openWs, wsUrl, type WsClient } from './helpers/ws.js';
 
@@ -214,7 +214,7 @@ describe('key changes close open sockets', () => {
     const u = await h.newUser();
     const c = await open(RT, u.key);
     const t0 = Date.now();
-    await rollKey(deps(), u.accountId, u.keyId, 1);
+    await rollKey(deps(), { orgId: u.accountId }, u.keyId, 1);
     await sleep(300);
     expect(c.ws.readyState).toBe(1); // still inside the grace period
     const end = await c.closed;

@@ -64,10 +64,10 @@ describe('WebSockets across instances', () => {
       KEYRELAY_DATABASE_URL: db.url,
       KEYRELAY_OPENAI_UPSTREAM: openai.url,
       KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-      KEYRELAY_KEY_CACHE_TTL_MS: '60000',
       KEYRELAY_DRAIN_TIMEOUT_MS: '500',
     };
-    const [c1, c2] = await Promise.all([startInstance(env), startInstance(env)]);
+    const tuning = { keyCacheTtlMs: 60_000 };
+    const [c1, c2] = await Promise.all([startInstance(env, tuning), startInstance(env, tuning)]);
     try {
       const admin = new Client(c1.url);
       admin.cookie = onA.cookie;

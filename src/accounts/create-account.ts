@@ -1,5 +1,5 @@
 /** Creates an account and its `default` key; the full key is returned once and never again (only its hash is kept). */
-import { consoleError } from '../console-api/errors.js';
+import { domainError } from '../errors.js';
 import { newId } from '../ids.js';
 import { createKey, type CreatedKey, type KeyDeps } from '../keys/actions.js';
 import type { Account } from '../store/types.js';
@@ -21,12 +21,12 @@ export function normalizeEmail(email: string): string {
 /** Marks that an account's `default` key was issued (by creation here, or at first sign-in: sign-up.ts). */
 export const DEFAULT_KEY_MARKER = (accountId: string) => `default_key_issued:${accountId}`;
 
-/** The normalised email, or 400 for a bad address or a weak password (answers that depend on the input only). */
+/** The normalised email, or `invalid_email` / `weak_password` (answers that depend on the input only). */
 export function checkSignupInput(input: { email: string; password: string }): string {
   const email = normalizeEmail(input.email);
-  if (!EMAIL.test(email) || email.length > 254) throw consoleError('invalid_email');
+  if (!EMAIL.test(email) || email.length > 254) throw domainError('invalid_email');
   const problem = validatePassword(input.password);
-  if (problem) throw consoleError('weak_password', problem);
+  if (problem) throw domainError('weak_password', problem);
   return email;
 }
 
@@ -34,7 +34,7 @@ export function checkSignupInput(input: { email: string; password: string }): st
 export async function claimBootstrap(deps: KeyDeps, id: string): Promise<void> {
   // Claimed only after validation, so a typo does not burn the bootstrap.
   if ((await deps.store.ensureSecret(FIRST_ACCOUNT_MARKER, id)) !== id) {
-    throw consoleError('signup_closed', 'Sign-up is by invitation only.');
+    throw domainError('signup_closed', 'Sign-up is by invitation only.');
   }
 }
 
@@ -48,7 +48,7 @@ export async function createAccount(
   const id = newId();
   if (opts.onlyIfFirst) await claimBootstrap(deps, id);
   if (await deps.store.getAccountByEmail(email)) {
-    throw consoleError('email_taken');
+    throw domainError('email_taken');
   }
   const account = await deps.store.createAccount({
     id,

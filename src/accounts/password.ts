@@ -47,9 +47,13 @@ export function dummyHash(): Promise<string> {
 export const PASSWORD_MIN_LENGTH = 10;
 export const PASSWORD_MAX_LENGTH = 256;
 
+/**
+ * The one password rule: spaces at either end do not count towards the minimum (ten spaces are no
+ * password), and the maximum is counted as typed. The console checks the same with /info's numbers.
+ */
 export function validatePassword(password: string): string | null {
-  if (password.length < PASSWORD_MIN_LENGTH)
-    return `Password must be at least ${PASSWORD_MIN_LENGTH} characters.`;
+  if (password.trim().length < PASSWORD_MIN_LENGTH)
+    return `Password must be at least ${PASSWORD_MIN_LENGTH} characters, not counting spaces at either end.`;
   if (password.length > PASSWORD_MAX_LENGTH)
     return `Password must be at most ${PASSWORD_MAX_LENGTH} characters.`;
   return null;

@@ -7,6 +7,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ConfigStore, SessionRecord } from '../store/types.js';
 
+/** A console left alone for a day signs out; one used daily stays in until SESSION_MAX_MS. */
+export const SESSION_IDLE_MS = 24 * 3_600_000;
+/** Two weeks after sign-in a session ends whatever happens: a stolen cookie does not live for ever. */
+export const SESSION_MAX_MS = 14 * 86_400_000;
+
 export interface SessionDeps {
   store: ConfigStore;
   idleMs: number;

@@ -6,7 +6,7 @@
  */
 import { newId } from '../ids.js';
 import { createKey, type CreatedKey, type KeyDeps } from '../keys/actions.js';
-import { EmailTakenError } from '../store/errors.js';
+import { isDomainError } from '../errors.js';
 import {
   checkSignupInput,
   claimBootstrap,
@@ -43,7 +43,7 @@ export async function signUp(
       await deps.store.ensureSecret(FIRST_ACCOUNT_MARKER, id);
       return { created: true };
     } catch (err) {
-      if (!(err instanceof EmailTakenError)) throw err;
+      if (!isDomainError(err) || err.code !== 'email_taken') throw err;
       ownerId = (await deps.store.getAccountByEmail(email))?.id ?? null; // lost a race to the same address
       if (!ownerId) throw err;
     }

@@ -18,6 +18,7 @@ export interface ThrottleLimits {
   maxPerIp: number;
 }
 
+/** OWASP's order of magnitude: a person mistypes a few times in 15 minutes; a guesser needs thousands. */
 export const DEFAULT_THROTTLE_LIMITS: Readonly<ThrottleLimits> = Object.freeze({
   windowMs: 15 * 60_000,
   maxPerEmail: 5,

@@ -27,7 +27,12 @@ const LIMITS_HELP = `limits:
   --budget-period P        day or month (default month): when the budget resets
   --budget-mode M          soft (default: checked on spend so far) or hard (each request reserves
                            its upper bound first; see docs/limits.md)
-  --providers LIST         openai, anthropic or both (comma-separated), or "none" for any
+  --budget-unpriced U      under a hard budget, calls keyrelay cannot price: refuse (default) or allow
+  --user-rpm N             requests per minute for each end user (proxy-user) of the key, or "none"
+  --user-budget-usd X      spending cap for each end user of the key, in US dollars, or "none"
+  --user-budget-period P   day or month (default month)
+  --user-budget-mode M     soft (default) or hard, as --budget-mode
+  --providers LIST         openai, anthropic, named upstreams (comma-separated), or "none" for any
   --models LIST            model names, a trailing * matches a prefix (gpt-4o*), or "none" for any`;
 
 const SETTINGS_HELP = `settings (each the same as its KEYRELAY_* variable; see the README):
@@ -56,9 +61,37 @@ export const LIMIT_FLAGS = [
   'budget-usd',
   'budget-period',
   'budget-mode',
+  'budget-unpriced',
+  'user-rpm',
+  'user-budget-usd',
+  'user-budget-period',
+  'user-budget-mode',
   'providers',
   'models',
 ] as const;
+
+/** The request-log filters of `requests list` and `requests export` (applied in commands.ts). */
+export const FILTER_FLAGS = [
+  'key',
+  'provider',
+  'model',
+  'status',
+  'from',
+  'to',
+  'user',
+  'session',
+  'property',
+] as const;
+
+const FILTERS_HELP = `filters (each needs --email; rows must match all given):
+  --key ID                 one key's rows
+  --provider P             openai or anthropic
+  --model M                the model as logged
+  --status N               the HTTP status
+  --from TIME, --to TIME   ISO-8601 times: from inclusive, to exclusive
+  --user U                 the end user (proxy-user, the body's user field)
+  --session S              the session (proxy-session, or the client's own)
+  --property NAME:VALUE    a custom property (proxy-property-NAME)`;
 
 export const COMMANDS: Record<string, CommandSpec> = {
   serve: {
@@ -80,15 +113,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
     options: ['email', 'password'],
   },
   'keys create': {
-    usage: 'keyrelay keys create --email E [--name N] [limits]',
-    summary: 'create a key for an account (the key is shown once)',
-    options: ['email', 'name', ...LIMIT_FLAGS],
+    usage: 'keyrelay keys create --email E [--org O] [--service] [--name N] [limits]',
+    summary:
+      'create a key held by an account, in an organization it is in (default: its personal one); with ' +
+      "--service, the organization's key, held by nobody (E, an owner or admin there, is recorded as its creator)",
+    options: ['email', 'org', 'service', 'name', ...LIMIT_FLAGS],
     details: LIMITS_HELP,
   },
   'keys list': {
-    usage: 'keyrelay keys list --email E',
-    summary: "list an account's keys",
-    options: ['email'],
+    usage: 'keyrelay keys list --email E | --org O',
+    summary: "list an account's keys, or an organization's (service keys included)",
+    options: ['email', 'org'],
   },
   'keys limits': {
     usage: 'keyrelay keys limits <key id | full key> [limits]',
@@ -101,14 +136,93 @@ export const COMMANDS: Record<string, CommandSpec> = {
     summary: 'revoke a key: it stops working at once',
     options: [],
   },
+  'orgs list': {
+    usage: 'keyrelay orgs list --email E',
+    summary: "an account's organizations and its role in each",
+    options: ['email'],
+  },
+  'orgs create': {
+    usage: 'keyrelay orgs create --email E --name N',
+    summary: 'create an organization owned by an account',
+    options: ['email', 'name'],
+  },
+  'orgs audit-retention': {
+    usage: 'keyrelay orgs audit-retention --org O [--days N|off]',
+    summary:
+      'show or set how many days an organization keeps its audit entries (off: until dropped by hand); older ' +
+      'ones are deleted hourly',
+    options: ['org', 'days'],
+  },
+  'members list': {
+    usage: 'keyrelay members list --org O',
+    summary: "an organization's members and their roles",
+    options: ['org'],
+  },
+  'members add': {
+    usage: 'keyrelay members add --org O --email E --role R',
+    summary: 'add an account to an organization, or change its role (owner, admin, member, viewer)',
+    options: ['org', 'email', 'role'],
+  },
+  'members remove': {
+    usage: 'keyrelay members remove --org O --email E',
+    summary: 'remove a member; the keys they hold there are revoked at once',
+    options: ['org', 'email'],
+  },
   'requests list': {
-    usage: 'keyrelay requests list [--email E] [--limit N]',
+    usage: 'keyrelay requests list [--email E] [--limit N] [filters]',
     summary: 'the newest request-log rows first (--limit 1–10000, default 20)',
-    options: ['email', 'limit'],
+    options: ['email', 'limit', ...FILTER_FLAGS],
+    details: FILTERS_HELP,
+  },
+  'requests export': {
+    usage: 'keyrelay requests export --format csv|ndjson --email E [--limit N] [filters]',
+    summary: "an account's request log to stdout as CSV or NDJSON, newest first (all rows unless --limit)",
+    options: ['format', 'email', 'limit', ...FILTER_FLAGS],
+    details:
+      FILTERS_HELP +
+      '\n\nStreamed: memory stays flat however many rows. CSV: RFC 4180 with a header row; text a spreadsheet\n' +
+      "would run as a formula (=, +, -, @ first) starts with '. Bodies and headers are not exported.",
+  },
+  'settings get': {
+    usage: 'keyrelay settings get <setting>',
+    summary: "an instance setting's value (alerts_allow_private_targets)",
+    options: [],
+  },
+  'settings set': {
+    usage: 'keyrelay settings set <setting> <value>',
+    summary: 'change an instance setting for every instance on this database',
+    options: [],
+    details:
+      'alerts_allow_private_targets true|false: whether alert webhooks may point at loopback and private\n' +
+      'addresses (default false; keyrelay itself is refused either way: docs/alerts.md).',
+  },
+  'alerts list': {
+    usage: 'keyrelay alerts list --org O [--limit N]',
+    summary: "an organization's alert rules and its newest deliveries (--limit 1–500, default 20)",
+    options: ['org', 'limit'],
+  },
+  prices: {
+    usage: 'keyrelay prices [--from DATE] [--to DATE]',
+    summary: 'models and tool fees the price library could not price in the log, with counts',
+    options: ['from', 'to'],
+    details:
+      'Unpriced calls (cost unknown) by model and reason, and the fees left out of partial costs by model,\n' +
+      'across every account; dates are UTC days (2026-11-01) or ISO times. Default: the last 30 days.',
+  },
+  reconcile: {
+    usage: 'keyrelay reconcile [--day DATE]',
+    summary: "keyrelay's logged cost for a day beside the providers' own cost reports, with the difference",
+    options: ['day'],
+    details:
+      "Reads OpenAI's Costs API with OPENAI_ADMIN_KEY and Anthropic's cost report with ANTHROPIC_ADMIN_KEY\n" +
+      "(organization admin keys, from the environment only: never stored or printed), at each provider's\n" +
+      "configured origin, and sets them beside every account's rows of that UTC day, per model, with the\n" +
+      'likely reason for each difference. Default day: yesterday. Exit status 1 when a report could not be\n' +
+      'read (the other provider is still shown).',
   },
 };
 
-export const GROUPS = ['users', 'keys', 'requests'] as const;
+export const GROUPS = ['users', 'keys', 'orgs', 'members', 'requests', 'settings', 'alerts'] as const;
 
 const COMMON = `common options:
   --json                   print one JSON document instead of text

@@ -6,12 +6,40 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { commands, type CommandArgs } from './commands.js';
-import { COMMANDS, commandHelp, FLAG_TO_VAR, GROUPS, groupHelp, LIMIT_FLAGS, mainHelp } from './help.js';
+import {
+  COMMANDS,
+  commandHelp,
+  FILTER_FLAGS,
+  FLAG_TO_VAR,
+  GROUPS,
+  groupHelp,
+  LIMIT_FLAGS,
+  mainHelp,
+} from './help.js';
 
-const STRING_OPTIONS = ['email', 'password', 'name', 'limit', ...LIMIT_FLAGS, ...Object.keys(FLAG_TO_VAR)];
-const BOOLEAN_OPTIONS = ['json', 'help'];
+const STRING_OPTIONS = [
+  'email',
+  'password',
+  'name',
+  'limit',
+  'org',
+  'role',
+  'format',
+  'day',
+  'days',
+  ...LIMIT_FLAGS,
+  ...FILTER_FLAGS,
+  ...Object.keys(FLAG_TO_VAR),
+];
+const BOOLEAN_OPTIONS = ['json', 'help', 'service'];
 /** Commands that take one positional argument (a key); the rest take none. */
-const ONE_ARGUMENT = new Set(['keys limits', 'keys revoke']);
+/** Commands that take arguments: how many, and what to say when they are missing. */
+const ARGUMENTS: Record<string, { count: number; missing: string }> = {
+  'keys limits': { count: 1, missing: 'give the key: its id or the full key' },
+  'keys revoke': { count: 1, missing: 'give the key: its id or the full key' },
+  'settings get': { count: 1, missing: 'give the setting' },
+  'settings set': { count: 2, missing: 'give the setting and its value' },
+};
 
 class Usage extends Error {
   constructor(
@@ -75,6 +103,7 @@ function parse(argv: string[]): Parsed | { help: string } {
       options: {
         ...Object.fromEntries(STRING_OPTIONS.map((f) => [f, { type: 'string' as const }])),
         json: { type: 'boolean' },
+        service: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -102,14 +131,13 @@ function parse(argv: string[]): Parsed | { help: string } {
     positionals = [sub, ...rest].filter((x): x is string => x !== undefined);
   }
   if (values.help) return { help: commandHelp(name) };
-  const allowed = new Set([...COMMANDS[name]!.options, ...Object.keys(FLAG_TO_VAR), ...BOOLEAN_OPTIONS]);
+  const allowed = new Set([...COMMANDS[name]!.options, ...Object.keys(FLAG_TO_VAR), 'json', 'help']);
   const stray = Object.keys(values).find((k) => values[k] !== undefined && !allowed.has(k));
   if (stray) throw new Usage(`keyrelay ${name} does not take --${stray}`, `keyrelay ${name} --help`);
-  const want = ONE_ARGUMENT.has(name) ? 1 : 0;
+  const want = ARGUMENTS[name]?.count ?? 0;
   if (positionals.length > want)
     throw new Usage(`unexpected argument "${positionals[want]}"`, `keyrelay ${name} --help`);
-  if (positionals.length < want)
-    throw new Usage(`give the key: its id or the full key`, `keyrelay ${name} --help`);
+  if (positionals.length < want) throw new Usage(ARGUMENTS[name]!.missing, `keyrelay ${name} --help`);
   return { name, values, positionals };
 }
 
@@ -150,6 +178,17 @@ async function main(argv: string[]): Promise<number> {
     password: values.password as string | undefined,
     name: values.name as string | undefined,
     limit: values.limit as string | undefined,
+    from: values.from as string | undefined,
+    to: values.to as string | undefined,
+    org: values.org as string | undefined,
+    role: values.role as string | undefined,
+    format: values.format as string | undefined,
+    day: values.day as string | undefined,
+    days: values.days as string | undefined,
+    service: values.service === true,
+    filters: Object.fromEntries(
+      FILTER_FLAGS.map((f) => [f, values[f]]).filter(([, v]) => typeof v === 'string'),
+    ) as CommandArgs['filters'],
     limits: Object.fromEntries(
       LIMIT_FLAGS.map((f) => [f, values[f]]).filter(([, v]) => typeof v === 'string'),
     ) as CommandArgs['limits'],

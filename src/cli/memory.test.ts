@@ -1,75 +1,16 @@
-import { getHeapSpaceStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { compacting, exposeGc, loadTrim, startIdleReclaim } from './memory.js';
+import { exposedGc, startIdleReclaim } from './memory.js';
 
-const MB = 1024 * 1024;
-
-function oldSpace(): { size: number; used: number } {
-  const s = getHeapSpaceStatistics().find((x) => x.space_name === 'old_space')!;
-  return { size: s.space_size / MB, used: s.space_used_size / MB };
+/** vitest.config.ts starts test workers with --expose-gc, as `npm start` starts keyrelay. */
+function v8Gc() {
+  const exposed = exposedGc();
+  if (!exposed) throw new Error('run with --expose-gc');
+  return exposed;
 }
-
-/** An old generation as a burst leaves it: every page holds a few survivors among much garbage. */
-async function fragmentedHeap(): Promise<unknown[]> {
-  const keep: unknown[] = [];
-  for (let round = 0; round < 20; round++) {
-    const batch = Array.from({ length: 50_000 }, (_, i) => ({
-      i,
-      s: `survivor-or-garbage-${i}`,
-      a: [i, i + 1],
-    }));
-    keep.push(batch.filter((_, i) => i % 10 === 0));
-    await new Promise((r) => setTimeout(r, 5)); // lets each batch be promoted before the next one
-  }
-  return keep;
-}
-
-describe('the idle collection', () => {
-  it('gives back old-generation pages a plain full collection keeps for their few survivors', async () => {
-    const gc = exposeGc();
-    const keep = await fragmentedHeap();
-    gc();
-    const plain = oldSpace();
-    compacting(gc);
-    const compacted = oldSpace();
-    const seen = JSON.stringify({ plain, compacted });
-    // What this guards against. V8 may evacuate some sparse pages in a plain collection too (Node 24 once
-    // kept 14 MB here, usually 25–35): the point is what stays after it, not how much.
-    expect(plain.size - plain.used, seen).toBeGreaterThan(10);
-    expect(compacted.size - compacted.used, seen).toBeLessThan(8);
-    expect(keep.length).toBe(20);
-  });
-});
-
-describe('the C heap trim', () => {
-  it('is built here (native/malloc-trim) and gives back what freed Buffers left between live ones', async () => {
-    // CI and this project's machines are Linux with glibc: an addon that failed to build must fail here,
-    // not silently leave keyrelay without it.
-    expect(process.platform).toBe('linux');
-    const trim = loadTrim();
-    expect(trim).not.toBeNull();
-    const gc = exposeGc();
-    // 256 MB of 16 KB stores (under glibc's mmap threshold: they live in the arena), one in eight kept:
-    // the freed ones are holes between survivors, which free() cannot give back from an arena's middle.
-    let all: Buffer[] | null = Array.from({ length: 16_384 }, () =>
-      Buffer.allocUnsafeSlow(16 * 1024).fill(1),
-    );
-    const keep = all.filter((_, i) => i % 8 === 0);
-    all = null;
-    gc();
-    await new Promise((r) => setTimeout(r, 200)); // V8 frees array buffers' stores off the main thread
-    const before = process.memoryUsage.rss() / MB;
-    const released = trim!();
-    const after = process.memoryUsage.rss() / MB;
-    expect(released).toBe(true);
-    expect(before - after, JSON.stringify({ before, after })).toBeGreaterThan(100);
-    expect(keep.length).toBe(2048);
-  });
-});
 
 describe('the quiet spell', () => {
   it("is not restarted by V8's own collections: the reclaim runs idleMs after the traffic, not after them", async () => {
-    const gc = exposeGc();
+    const gc = v8Gc();
     // A heap that takes a full collection well over a tenth of a tick (the busy bar, 50 ms): ~3 M live objects.
     // Built and settled before the reclaim starts, so that the quiet spell begins with it.
     let heap: { i: number }[] | null = Array.from({ length: 3_000_000 }, (_, i) => ({ i }));
@@ -77,7 +18,7 @@ describe('the quiet spell', () => {
     await new Promise((r) => setTimeout(r, 300));
     const collections: { reason: string; at: number }[] = [];
     const t0 = performance.now();
-    const reclaim = startIdleReclaim({
+    const reclaim = startIdleReclaim(v8Gc(), {
       everyMs: 500,
       idleMs: 3000,
       minGrowthBytes: Number.NEGATIVE_INFINITY, // collect at the end of the spell whatever RSS did
@@ -107,22 +48,18 @@ describe('the quiet spell', () => {
   it('collects once a few MB have grown since the last collection (what the first requests after start leave)', async () => {
     // What tests before left is collected and unmapped first: RSS falling meanwhile would lower the baseline
     // below the growth. Freeing the last test's heap takes a while when the suite loads both cores.
-    // V8 frees the Buffers' stores behind a collection on a thread of its own, into the C heap, which keeps
-    // them resident: the 12 MB below was once carved from them, and RSS never grew. Trimmed each round.
-    const gc = exposeGc();
-    const trim = loadTrim();
+    const gc = v8Gc();
     const rssMb = () => process.memoryUsage.rss() / 2 ** 20;
     for (let last = rssMb(), i = 0; i < 50; i++) {
       await new Promise((r) => setTimeout(r, 200));
       gc();
-      trim?.();
       const now = rssMb();
       if (Math.abs(now - last) < 0.5) break;
       last = now;
     }
     const rssSeen: number[] = [];
     const collections: string[] = [];
-    const reclaim = startIdleReclaim({
+    const reclaim = startIdleReclaim(v8Gc(), {
       everyMs: 200,
       idleMs: 1000,
       onCollect: (reason) => collections.push(reason),
@@ -157,7 +94,7 @@ describe('the quiet spell', () => {
       const until = performance.now() + 60; // 60 % of every 100 ms: far over the utilisation bar
       while (performance.now() < until);
     }, 100);
-    const reclaim = startIdleReclaim({
+    const reclaim = startIdleReclaim(v8Gc(), {
       everyMs: 200,
       idleMs: 1000,
       minGrowthBytes: Number.NEGATIVE_INFINITY, // collect at the end of a spell whatever RSS did

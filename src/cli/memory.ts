@@ -10,58 +10,23 @@
  * (a shrunk young generation regrows slowly under a proxy's short-lived garbage), and p99 went from ~10 ms
  * to hundreds. Traffic with pauses shorter than that never sees a collection of ours.
  *
- * Process-level policy, so only the CLI's serve uses it; an embedder (the tests) keeps V8's defaults.
+ * Process-level policy, so only the CLI's serve uses it; an embedder (the tests) keeps V8's defaults. It
+ * needs V8's gc(), which only `--expose-gc` on the node command line gives (`npm start` passes it); without
+ * it there is no idle collection and V8 alone decides.
  */
-import { createRequire } from 'node:module';
 import { performance, PerformanceObserver } from 'node:perf_hooks';
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapSpaceStatistics } from 'node:v8';
 
 /** What V8 shrinks an idle young generation to (1 MB semi-spaces) is well under this. */
 const SMALL_YOUNG_GENERATION = 4 * 1024 * 1024;
 
-/**
- * Runs a collection that also compacts the old generation. A plain full collection frees a burst's garbage
- * but keeps every page that still holds a survivor, and after a burst most do: measured after 30,000
- * requests and 1,000 streams (Node 20), the old generation stayed at 60 MB holding 28 MB, through this
- * collection and for as long as the process stayed idle. Compacting moves the survivors together and gives
- * the emptied pages back (here −30 MB of RSS). It costs only this collection (a few tens of ms, idle by
- * then), so the flag is on for it alone; V8 reads it when a collection starts.
- */
-export function compacting(collect: () => void): void {
-  setFlagsFromString('--compact-on-every-full-gc');
-  try {
-    collect();
-  } finally {
-    setFlagsFromString('--no-compact-on-every-full-gc');
-  }
-}
-
-/**
- * glibc's malloc_trim(0), from the optional addon in native/malloc-trim (built by `npm install`); null when it
- * did not build. A burst leaves holes in the C heap that free() never gives back, because they are not at
- * an arena's top: Node's socket read buffers, Buffers' backing stores and SQLite allocate there. Measured
- * with `bench/memory-probe.ts 30000 --pin 1 --streams 10` (1,000 streams, 64 streams for 10 s, 30,000
- * requests): RSS 169 → 106 MB at the trim, the main arena alone holding 51 MB before it. Its result: true
- * when memory went back, null where the C library has no trim (musl, macOS).
- */
-export function loadTrim(): (() => boolean | null) | null {
-  try {
-    const addon = createRequire(import.meta.url)('keyrelay-malloc-trim') as { trim: () => boolean | null };
-    return typeof addon.trim === 'function' ? addon.trim : null;
-  } catch {
-    return null;
-  }
-}
-
-/** V8's gc() without --expose-gc on the command line (nothing else sees it: it lives in a new context). */
+/** V8's gc(), with the options V8 takes since Node 20. */
 type Gc = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
-export function exposeGc(): Gc {
-  const existing = (globalThis as { gc?: Gc }).gc;
-  if (existing) return existing;
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as Gc;
+/** V8's gc() when node was started with `--expose-gc`; null otherwise. */
+export function exposedGc(): Gc | null {
+  const gc = (globalThis as { gc?: Gc }).gc;
+  return typeof gc === 'function' ? gc : null;
 }
 
 export interface IdleReclaimOptions {
@@ -78,8 +43,7 @@ export interface IdleReclaimOptions {
   /**
    * Growth of RSS since the last collection that is worth a full collection once idle. 1 MB, i.e. after
    * any traffic: a few hundred requests after start leave RSS only 3–7 MB over what it was after the start
-   * collection, yet the compaction and trim give back ~7 MB (`bench/idle-probe.ts`: 97 → 90 MB), and a
-   * 16 MB bar left that in place for good. One collection after a quiet spell costs ~45 ms of an idle loop.
+   * collection, yet a collection gives some of it back, and a 16 MB bar left that in place for good. One collection after a quiet spell costs ~45 ms of an idle loop.
    */
   minGrowthBytes?: number;
   /**
@@ -93,10 +57,9 @@ export interface IdleReclaimOptions {
    */
   traffic?: () => { inFlight: number; arrived: number };
   /**
-   * Told of each collection: why (memory grew, or only the young generation is large), how long it took
-   * (with the trim), and what the C heap's trim did (`trimmed`: true/false; null: no trim here).
+   * Told of each collection: why (memory grew, or only the young generation is large) and how long it took.
    */
-  onCollect?: (reason: 'start' | 'grown' | 'young', ms: number, trimmed: boolean | null) => void;
+  onCollect?: (reason: 'start' | 'grown' | 'young', ms: number) => void;
 }
 
 /**
@@ -106,28 +69,24 @@ export interface IdleReclaimOptions {
  * the same collection. At most one per quiet spell (~10–30 ms on an event loop with nothing else to do; a
  * request arriving meanwhile waits that long).
  */
-export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void } {
+export function startIdleReclaim(gc: Gc, opts: IdleReclaimOptions = {}): { stop(): void } {
   const everyMs = opts.everyMs ?? 1000;
   const quiet = opts.quietUtilization ?? 0.1;
   const idleMs = opts.idleMs ?? 30_000;
   const minGrowth = opts.minGrowthBytes ?? 1024 * 1024;
-  const gc = exposeGc();
-  const trim = loadTrim();
   let gcMs = 0;
   const collect = (reason: 'start' | 'grown' | 'young'): void => {
     const t = performance.now();
-    compacting(gc);
+    gc();
     // V8 12 and 13 (Node 22, 24) keep a large young generation through a plain full collection while their
     // allocation-rate window still remembers traffic; a memory-reducing one shrinks it (on V8 11, Node 20,
     // it does not, nor is it needed: the plain one shrinks an idle process's). Only then: it is slower.
     if (reason !== 'start' && youngGenerationBytes() > SMALL_YOUNG_GENERATION) {
       gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     }
-    // After the collection: what it freed outside V8's heap (external Buffers' stores) is in the C heap now.
-    const trimmed = trim ? trim() : null;
     const ms = performance.now() - t;
     gcMs += ms;
-    opts.onCollect?.(reason, ms, trimmed);
+    opts.onCollect?.(reason, ms);
   };
 
   collect('start'); // start-up garbage, before the first request
@@ -144,7 +103,7 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
   };
   // Nor do V8's: its memory reducer collects a pause's garbage by itself some seconds in, 50–200 ms after a
   // burst on a shared core. Counted as traffic, it restarted the quiet spell: the reclaim ran ~60 s after
-  // the burst instead of 30 (bench/memory-probe.ts --pin 1 --streams 10, debug log). Node reports a
+  // the burst instead of 30 (seen in the debug log after a burst of streams). Node reports a
   // collection after the timer that saw its time, so each tick judges the one before it, by start times.
   const v8Gcs: { start: number; ms: number }[] = [];
   const gcObserver = new PerformanceObserver((list) => {
@@ -159,7 +118,7 @@ export function startIdleReclaim(opts: IdleReclaimOptions = {}): { stop(): void 
     const { active, idle } = performance.eventLoopUtilization(now, last);
     last = now;
     const at = performance.now();
-    // Our own collections (and trims) do not make the process busy. Their collections also reach v8Gcs:
+    // Our own collections do not make the process busy. Their collections also reach v8Gcs:
     // subtracted twice, which only makes that tick quieter, as it was.
     const current = { from: lastAt, to: at, busyMs: active - gcMs, totalMs: active + idle };
     lastAt = at;

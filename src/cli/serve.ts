@@ -1,18 +1,80 @@
 /** `keyrelay serve`: runs until SIGTERM/SIGINT, then stops gracefully (drain, flush, close) and exits 0. */
 import { resolve } from 'node:path';
-import type { Config } from '../config.js';
+import { unknownVariables, type Config } from '../config.js';
 import { isPretty } from '../logger.js';
-import { startIdleReclaim } from './memory.js';
-import { applyV8Policy } from './v8-policy.js';
+import { exposedGc, startIdleReclaim } from './memory.js';
 import { startServer, type RunningServer } from '../server.js';
 
+/**
+ * Variables earlier releases read, now internal constants: named at start so a deployment learns its
+ * setting no longer applies. Remove a release after it shipped.
+ */
+const REMOVED_VARIABLES = new Set([
+  'KEYRELAY_CONNECT_TIMEOUT_MS',
+  'KEYRELAY_UPSTREAM_KEEPALIVE_MS',
+  'KEYRELAY_KEY_CACHE_TTL_MS',
+  'KEYRELAY_LOG_BATCH_SIZE',
+  'KEYRELAY_LOG_BATCH_BODY_CHARS',
+  'KEYRELAY_LOG_FLUSH_MS',
+  'KEYRELAY_LOG_WRITER_IDLE_MS',
+  'KEYRELAY_LOG_READER_IDLE_MS',
+  'KEYRELAY_SQLITE_CACHE_MB',
+  'KEYRELAY_V8_PRETENURING',
+  'KEYRELAY_LOG_QUEUE_MAX',
+  'KEYRELAY_LOG_QUEUE_MAX_BODY_CHARS',
+  'KEYRELAY_LOG_SEARCH_BODY_CHARS',
+  'KEYRELAY_LOG_SEARCH_SCAN_ROWS',
+  'KEYRELAY_SESSION_IDLE_HOURS',
+  'KEYRELAY_SESSION_MAX_DAYS',
+  'KEYRELAY_LOGIN_WINDOW_MINUTES',
+  'KEYRELAY_LOGIN_MAX_PER_EMAIL',
+  'KEYRELAY_LOGIN_MAX_PER_IP',
+  'KEYRELAY_WS_IDLE_TIMEOUT_MS',
+  'KEYRELAY_WS_HIGH_WATER_BYTES',
+  'KEYRELAY_WS_MAX_BUFFER_BYTES',
+  'KEYRELAY_CLIENT_HEADERS_TIMEOUT_MS',
+  'KEYRELAY_CLIENT_BODY_IDLE_TIMEOUT_MS',
+  'KEYRELAY_MAX_HEADERS',
+  'KEYRELAY_USAGE_DECODE_BYTES',
+  'KEYRELAY_SSE_EVENT_BYTES',
+  'KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS',
+  'KEYRELAY_LIMIT_HOLD_TTL_MS',
+]);
+
+/** Variables whose setting moved elsewhere (the console, the API and CLI, a named upstream): named with where. */
+const MOVED_VARIABLES: Readonly<Record<string, string>> = {
+  KEYRELAY_HARD_BUDGET_UNPRICED:
+    "each key's hard budget has its own setting: the console's limits dialog, budget_unpriced in the console API, `keyrelay keys limits --budget-unpriced refuse|allow`",
+  KEYRELAY_OPENAI_STREAM_USAGE:
+    'an OpenAI-compatible server that refuses stream_options is a named upstream with "streamUsage": false in KEYRELAY_UPSTREAMS (README, Named upstreams)',
+  KEYRELAY_BODY_RETENTION_DAYS:
+    'each account sets how long its request bodies are kept: the console\'s Settings page ("Keep request bodies for"), PUT /api/console/settings',
+};
+
 export async function serve(config: Readonly<Config>): Promise<number> {
-  applyV8Policy({ pretenuring: config.v8Pretenuring });
   const server = await startServer(config);
-  const reclaim = startIdleReclaim({
-    traffic: server.traffic,
-    onCollect: (reason, ms, trimmed) => server.app.log.debug({ reason, ms, trimmed }, 'idle memory reclaim'),
-  });
+  const unknown = unknownVariables();
+  const removed = unknown.filter((name) => REMOVED_VARIABLES.has(name));
+  const moved = unknown.filter((name) => name in MOVED_VARIABLES);
+  for (const name of moved)
+    server.app.log.warn({ variable: name }, `${name} is no longer read: ${MOVED_VARIABLES[name]}`);
+  if (removed.length > 0)
+    server.app.log.warn(
+      { variables: removed },
+      'these variables are no longer read: their values are internal constants now (README, Configuration)',
+    );
+  const misspelt = unknown.filter((name) => !REMOVED_VARIABLES.has(name) && !(name in MOVED_VARIABLES));
+  if (misspelt.length > 0)
+    server.app.log.warn({ variables: misspelt }, 'unknown keyrelay variables, ignored');
+  const gc = exposedGc();
+  const reclaim = gc
+    ? startIdleReclaim(gc, {
+        traffic: server.traffic,
+        onCollect: (reason, ms) => server.app.log.debug({ reason, ms }, 'idle memory reclaim'),
+      })
+    : null;
+  if (!gc)
+    server.app.log.info('idle memory reclaim off: node was started without --expose-gc (npm start has it)');
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
@@ -21,7 +83,7 @@ export async function serve(config: Readonly<Config>): Promise<number> {
       process.exit(1);
     }
     server.app.log.info({ signal }, 'draining');
-    reclaim.stop();
+    reclaim?.stop();
     server.stop().then(
       () => {
         server.app.log.info('stopped');

@@ -7,13 +7,19 @@ import { deleteSession, deleteSessionsForAccount } from '../accounts/sessions.js
 import { issueFirstKey, signUp, takeSignupNotices } from '../accounts/sign-up.js';
 import type { ThrottleSubject } from '../accounts/throttle.js';
 import { consoleError } from './errors.js';
+import { usableInvite } from '../orgs/actions.js';
+import { passwordSignInRefused } from '../orgs/sso.js';
+import { effectiveSignupMode } from '../accounts/signup-policy.js';
 import { accountView, requireAccount, secureCookies, startSession } from './auth.js';
+import { auditSignIn } from './audit.js';
 import type { ConsoleContext } from './context.js';
 import { createdKeyView } from './key-routes.js';
 import { parseInput } from './parse.js';
 import { clearSessionCookie, readSessionToken } from './session-cookie.js';
 
 const credentials = z.object({ email: z.string().max(320), password: z.string().max(1024) });
+/** Sign-up may carry an invitation: with KEYRELAY_SIGNUP=invite, the way in for someone invited. */
+const signupBody = credentials.extend({ invite: z.string().max(200).optional() });
 const passwordChange = z.object({
   current_password: z.string().max(1024),
   new_password: z.string().max(1024),
@@ -32,15 +38,18 @@ async function attemptOrRefuse(ctx: ConsoleContext, subject: ThrottleSubject): P
 
 export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.post('/signup', async (request, reply) => {
-    // "invite": only the very first account may sign up (bootstrap); everyone else via the CLI.
-    if (ctx.config.signup === 'closed') throw consoleError('signup_closed');
-    const body = parseInput(credentials, request.body);
+    // "invite": the very first account (bootstrap) and whoever holds a usable invitation; others via the CLI.
+    const mode = await effectiveSignupMode(ctx.config, ctx.configStore);
+    if (mode === 'closed') throw consoleError('signup_closed');
+    const body = parseInput(signupBody, request.body);
+    const invited = mode === 'invite' && body.invite !== undefined;
+    if (invited) await usableInvite(ctx.keys, body.invite!);
     // The same 202, in the same time, whether or not the address has an account: nothing to enumerate.
     // Counted per IP and per address (its own window: a sign-up must not lock the account's logins), never
     // taken back (taking it back only for new accounts would tell); bounds notices sent to an owner too.
     await attemptOrRefuse(ctx, { email: `signup:${normalizeEmail(body.email)}`, ip: request.ip });
     const { created } = await signUp(ctx.keys, body, {
-      onlyIfFirst: ctx.config.signup === 'invite',
+      onlyIfFirst: mode === 'invite' && !invited,
       ip: request.ip,
     });
     if (!created) request.log.info('sign-up for an existing address; its owner is told at next sign-in');
@@ -54,8 +63,12 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     const account = await ctx.configStore.getAccountByEmail(subject.email);
     // Unknown email: verify against a dummy hash anyway, so the answer takes as long as a wrong password.
     const ok = await verifyPassword(body.password, account?.password_hash ?? (await dummyHash()));
+    // Told only to whoever knows the password: an SSO-only organization's members sign in through its IdP.
+    const ssoRequired = account && ok ? await passwordSignInRefused(ctx.configStore, account.id) : false;
+    if (account) await auditSignIn(ctx, request, account, ok && !ssoRequired);
     if (!account || !ok) throw invalidCredentials();
     await ctx.throttle.recordSuccess(subject, attemptId);
+    if (ssoRequired) throw consoleError('sso_required');
     await startSession(ctx, request, reply, account.id);
     // First sign-in after sign-up: the default key, shown once. Every sign-in: sign-up attempts on this address.
     const key = await issueFirstKey(ctx.keys, account.id);
@@ -84,6 +97,9 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
       throw consoleError('wrong_password');
     }
     await ctx.throttle.recordSuccess(subject, attemptId);
+    if (body.new_password === body.current_password) {
+      throw consoleError('weak_password', 'The new password is the same as the current one; choose another.');
+    }
     await ctx.configStore.setPassword(account.id, await hashPassword(body.new_password));
     await deleteSessionsForAccount(ctx.sessions, account.id);
     await startSession(ctx, request, reply, account.id);

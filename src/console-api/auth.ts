@@ -2,7 +2,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createSession, deleteSession, getSession } from '../accounts/sessions.js';
 import { consoleError } from './errors.js';
-import type { Account } from '../store/types.js';
+import type { Account, ApiTokenScope } from '../store/types.js';
+import { verifyApiToken } from '../keys/api-tokens.js';
 import type { ConsoleContext } from './context.js';
 import { clearSessionCookie, readSessionToken, setSessionCookie } from './session-cookie.js';
 
@@ -14,12 +15,33 @@ export function secureCookies(ctx: ConsoleContext, request: FastifyRequest): boo
   return ctx.config.secureCookies || request.protocol === 'https';
 }
 
-/** The caller's account, or 401 not_authenticated (and a stale cookie is cleared). */
+/** A bearer value that is one of keyrelay's API tokens (`krt_…`), else undefined. */
+function bearerApiToken(request: FastifyRequest): string | undefined {
+  const auth = request.headers.authorization;
+  if (typeof auth !== 'string' || !/^Bearer\s+krt_/i.test(auth)) return undefined;
+  return auth.replace(/^Bearer\s+/i, '').trim();
+}
+
+/**
+ * The caller's account, or 401 not_authenticated (and a stale cookie is cleared). `scope`: the route may be
+ * read with an API token of that scope (GET only); a token anywhere else is refused, never ignored.
+ */
 export async function requireAccount(
   ctx: ConsoleContext,
   request: FastifyRequest,
   reply: FastifyReply,
+  scope?: ApiTokenScope,
 ): Promise<Account> {
+  const bearer = bearerApiToken(request);
+  if (bearer !== undefined) {
+    if (request.method !== 'GET' && request.method !== 'HEAD') throw consoleError('token_read_only');
+    const record = await verifyApiToken(ctx.configStore, bearer);
+    if (!record) throw consoleError('token_invalid');
+    if (!scope || !record.scopes.includes(scope)) throw consoleError('token_scope');
+    const owner = await ctx.configStore.getAccountById(record.account_id);
+    if (!owner) throw consoleError('token_invalid');
+    return accountView(owner);
+  }
   const token = readSessionToken(request);
   const session = await getSession(ctx.sessions, token);
   const account = session ? await ctx.configStore.getAccountById(session.account_id) : null;
@@ -39,5 +61,5 @@ export async function startSession(
 ): Promise<void> {
   await deleteSession(ctx.sessions, readSessionToken(request));
   const { token } = await createSession(ctx.sessions, accountId);
-  setSessionCookie(reply, token, ctx.config.sessionMaxMs, secureCookies(ctx, request));
+  setSessionCookie(reply, token, ctx.sessions.maxMs, secureCookies(ctx, request));
 }

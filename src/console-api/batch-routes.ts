@@ -1,4 +1,4 @@
-/** The calling account's batches (issue #13): status, request counts and results cost, newest first. */
+/** The calling account's batches: status, request counts and results cost, newest first. */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { requireAccount } from './auth.js';

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../errors.js';
-import { EmailTakenError, InvalidFilterError } from '../store/errors.js';
+import { ApiError, DOMAIN_ERRORS, domainError, ProxyError } from '../errors.js';
 import { CONSOLE_ERRORS, consoleError, fromDomainError } from './errors.js';
 
 /** The rows of docs/console-api.md's "Errors" table, as [code, status]. */
@@ -34,12 +33,23 @@ describe('console error table', () => {
     });
   });
 
-  it("maps the store's domain errors at the edge", () => {
-    expect(fromDomainError(new EmailTakenError())).toMatchObject({ status: 409, code: 'email_taken' });
-    expect(fromDomainError(new InvalidFilterError('invalid_cursor', 'Invalid cursor.'))).toMatchObject({
+  it('maps the domain errors at the edge, keeping their message', () => {
+    expect(fromDomainError(domainError('email_taken'))).toMatchObject({ status: 409, code: 'email_taken' });
+    expect(fromDomainError(domainError('invalid_cursor', 'Invalid cursor.'))).toMatchObject({
       status: 400,
       code: 'invalid_cursor',
     });
+    expect(fromDomainError(domainError('invalid_limits', 'rate_limit_rpm must be …'))).toMatchObject({
+      status: 400,
+      message: 'rate_limit_rpm must be …',
+    });
     expect(fromDomainError(new Error('boom'))).toBeUndefined();
+    // The proxy's codes are the proxy's to answer: never a console answer.
+    expect(fromDomainError(new ProxyError('proxy_rate_limited'))).toBeUndefined();
+  });
+
+  it('answers every domain code with its own code', () => {
+    for (const code of Object.keys(DOMAIN_ERRORS) as (keyof typeof DOMAIN_ERRORS)[])
+      expect(fromDomainError(domainError(code))?.code).toBe(code);
   });
 });

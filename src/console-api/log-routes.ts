@@ -1,63 +1,151 @@
-/** Request log and usage of the calling account, straight from the LogStore's query methods. */
+/**
+ * Request log and usage in the caller's organization (a member's own rows, everyone's for the other roles),
+ * straight from the LogStore's query methods.
+ */
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { consoleError } from './errors.js';
-import type { RequestFilter } from '../store/types.js';
-import { requireAccount } from './auth.js';
+import { EXPORT_CONTENT_TYPES, EXPORT_FORMATS, exportText } from '../log/export.js';
+import { explainRowCost } from '../metering/index.js';
+import { providerIds, type Provider } from '../providers/index.js';
+import {
+  BREAKDOWN_COLUMNS,
+  REQUEST_SORT_KEYS,
+  type BreakdownBy,
+  type RequestFilter,
+  type RequestSort,
+  type UsageBreakdownRow,
+} from '../store/types.js';
 import type { ConsoleContext } from './context.js';
+import { requireMember, visibleScope } from './org-context.js';
+import type { Caller } from '../orgs/actions.js';
 import { idParam, isoTime, parseInput, queryInt } from './parse.js';
 
 const DAY_MS = 86_400_000;
 const BUCKET_MS = { minute: 60_000, hour: 3_600_000, day: DAY_MS } as const;
 /** A chart never needs more points than this; larger ranges must pick a coarser bucket. */
 const MAX_BUCKETS = 10_000;
+/**
+ * Groups a breakdown answers with, at most: end users and sessions run to tens of thousands, which no table
+ * shows; the rest are counted in `total_groups`.
+ */
+const MAX_BREAKDOWN_ROWS = 500;
 
 const text = z.string().min(1).max(200);
+/** The most a search or a model filter holds: more is never a name or a phrase worth looking for. */
+const MAX_TYPED_CHARS = 200;
 const commonFilters = {
   key_id: text.optional(),
-  provider: z.enum(['openai', 'anthropic']).optional(),
-  model: text.optional(),
+  // The providers this deployment serves: a name it does not know is a typo, said rather than matching nothing.
+  provider: z
+    .string()
+    .refine((p) => providerIds().includes(p), 'Not a provider this keyrelay serves.')
+    .optional(),
+  model: z
+    .string()
+    .min(1)
+    .max(MAX_TYPED_CHARS, `The model filter takes up to ${MAX_TYPED_CHARS} characters; shorten it.`)
+    .optional(),
+  // Exactly as logged (the proxy keeps at most 256 characters of either).
+  end_user: z.string().min(1).max(256, 'An end user is at most 256 characters.').optional(),
+  session: z.string().min(1).max(256, 'A session is at most 256 characters.').optional(),
   from: isoTime.optional(),
   to: isoTime.optional(),
 };
 
-const requestsQuery = z.object({
+/** The list's filters, also the export's. */
+const rowFilters = {
   ...commonFilters,
   status: queryInt(0, 999).optional(),
   outcome: z.enum(['ok', 'upstream_error', 'client_aborted', 'timeout', 'refused']).optional(),
   property: z
     .string()
-    .max(400)
-    .regex(/^[^:]+:/, 'must be name:value')
+    .max(400, 'The property filter takes up to 400 characters; shorten it.')
+    .regex(/^[^:]/, 'Give the property name first: name or name:value, e.g. team:search.')
     .optional(),
   connection_id: z
     .string()
     .regex(/^[0-9A-Za-z]{1,64}$/)
     .optional(),
   // Words to find in model, path, end user, session and stored bodies.
-  q: z.string().max(200).optional(),
+  q: z
+    .string()
+    .max(MAX_TYPED_CHARS, `Search looks for up to ${MAX_TYPED_CHARS} characters; shorten it.`)
+    .optional(),
+};
+/** `sort`: a key and a direction, e.g. `cost:desc`; newest first when absent. */
+const SORT_PARAM = new RegExp(`^(${REQUEST_SORT_KEYS.join('|')}):(asc|desc)$`);
+const requestsQuery = z.object({
+  ...rowFilters,
   limit: queryInt(1, 200).default(50),
   cursor: z.string().min(1).max(200).optional(),
+  sort: z
+    .string()
+    .regex(SORT_PARAM, `Sort by ${REQUEST_SORT_KEYS.join(', ')}, then :asc or :desc (e.g. cost:desc).`)
+    .transform((v): RequestSort => {
+      const [by, dir] = v.split(':') as [RequestSort['by'], RequestSort['dir']];
+      return { by, dir };
+    })
+    .optional(),
 });
+/** Strict: a filter the export does not know would otherwise be dropped, and export more than was asked. */
+const exportQuery = z
+  .object({ ...rowFilters, format: z.enum(EXPORT_FORMATS), limit: queryInt(1, 100_000_000).optional() })
+  .strict();
 const seriesQuery = z.object({ ...commonFilters, bucket: z.enum(['minute', 'hour', 'day']).default('hour') });
+/** `property:<name>` groups by one custom property's value. */
+const breakdownBy = z
+  .union([
+    z.enum(BREAKDOWN_COLUMNS),
+    z.string().regex(/^property:.{1,64}$/, 'must be a column or property:<name>'),
+  ])
+  .transform((by): BreakdownBy =>
+    by.startsWith('property:') ? { property: by.slice(9) } : (by as BreakdownBy),
+  );
 const breakdownQuery = z.object({
   ...commonFilters,
-  by: z.enum(['model', 'key_id', 'provider']).default('model'),
+  by: breakdownBy.default('model'),
+  rank: z.enum(['requests', 'cost', 'tokens']).default('requests'),
+  limit: queryInt(1, MAX_BREAKDOWN_ROWS).default(MAX_BREAKDOWN_ROWS),
 });
+
+type Rank = 'requests' | 'cost' | 'tokens';
+const RANKED: Record<Rank, (r: UsageBreakdownRow) => number> = {
+  requests: (r) => r.requests,
+  cost: (r) => r.cost_usd,
+  tokens: (r) => r.input_tokens + r.output_tokens,
+};
+
+/** The first `limit` groups by `rank` (ties keep the store's order: most requests, then by group). */
+function topGroups(rows: UsageBreakdownRow[], rank: Rank, limit: number) {
+  const value = RANKED[rank];
+  const ranked = rank === 'requests' ? rows : [...rows].sort((a, b) => value(b) - value(a));
+  return { rows: ranked.slice(0, limit), total_groups: rows.length };
+}
 
 type Common = {
   key_id?: string;
-  provider?: 'openai' | 'anthropic';
+  provider?: Provider;
   model?: string;
+  end_user?: string;
+  session?: string;
   from?: string;
   to?: string;
 };
 
-function toFilter(accountId: string, q: Common): RequestFilter {
-  const f: RequestFilter = { account_id: accountId };
+function toFilter(caller: Caller, q: Common): RequestFilter {
+  const scope = visibleScope(caller);
+  const f: RequestFilter = { org_id: scope.orgId };
+  if (scope.accountId !== undefined) f.account_id = scope.accountId;
   if (q.key_id) f.key_id = q.key_id;
   if (q.provider) f.provider = q.provider;
-  if (q.model) f.model = q.model;
+  // "name" in quotes is that model exactly (the usage breakdown's links); otherwise any model containing it.
+  const exact = q.model && /^"(.+)"$/.exec(q.model);
+  if (exact) f.model = exact[1];
+  else if (q.model) f.model_contains = q.model;
+  if (q.end_user) f.end_user = q.end_user;
+  if (q.session) f.session = q.session;
   if (q.from) f.from = q.from;
   if (q.to) f.to = q.to;
   return f;
@@ -66,43 +154,70 @@ function toFilter(accountId: string, q: Common): RequestFilter {
 /** Usage defaults to the last 24 h: `to` = now, `from` = `to` − 24 h. */
 function usageFilter(
   ctx: ConsoleContext,
-  accountId: string,
+  caller: Caller,
   q: Common,
 ): RequestFilter & { from: string; to: string } {
   const to = q.to ?? ctx.now().toISOString();
   const from = q.from ?? new Date(Date.parse(to) - DAY_MS).toISOString();
   if (Date.parse(from) >= Date.parse(to)) throw consoleError('invalid_range');
-  return { ...toFilter(accountId, q), from, to };
+  return { ...toFilter(caller, q), from, to };
+}
+
+type RowFilters = z.output<typeof requestsQuery>;
+
+function rowFilter(caller: Caller, q: Omit<RowFilters, 'limit' | 'cursor' | 'sort'>): RequestFilter {
+  const filter = toFilter(caller, q);
+  if (q.status !== undefined) filter.status = q.status;
+  if (q.outcome) filter.outcome = q.outcome;
+  if (q.connection_id) filter.connection_id = q.connection_id;
+  if (q.q?.trim()) filter.search = q.q;
+  if (q.property) {
+    // Property names are header names, stored in lower case: compared the way headers are.
+    const colon = q.property.indexOf(':');
+    filter.property =
+      colon < 0
+        ? { name: q.property.toLowerCase() }
+        : { name: q.property.slice(0, colon).toLowerCase(), value: q.property.slice(colon + 1) };
+  }
+  return filter;
 }
 
 export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.get('/requests', async (request, reply) => {
-    const account = await requireAccount(ctx, request, reply);
+    const caller = await requireMember(ctx, request, reply, undefined, 'requests');
     const q = parseInput(requestsQuery, request.query);
-    const filter = toFilter(account.id, q);
-    if (q.status !== undefined) filter.status = q.status;
-    if (q.outcome) filter.outcome = q.outcome;
-    if (q.connection_id) filter.connection_id = q.connection_id;
-    if (q.q?.trim()) filter.search = q.q;
-    if (q.property) {
-      const colon = q.property.indexOf(':');
-      filter.property = { name: q.property.slice(0, colon), value: q.property.slice(colon + 1) };
-    }
-    return ctx.logStore.listRequests(filter, { limit: q.limit, cursor: q.cursor ?? null });
+    return ctx.logStore.listRequests(rowFilter(caller, q), {
+      limit: q.limit,
+      cursor: q.cursor ?? null,
+      ...(q.sort && { sort: q.sort }),
+    });
+  });
+
+  // Streamed a page at a time: a client that goes away stops the reading (Readable.from ends the generator).
+  app.get('/requests/export', async (request, reply) => {
+    const caller = await requireMember(ctx, request, reply, undefined, 'export');
+    const q = parseInput(exportQuery, request.query);
+    const filter = rowFilter(caller, q);
+    const day = ctx.now().toISOString().slice(0, 10);
+    return reply
+      .header('content-type', EXPORT_CONTENT_TYPES[q.format])
+      .header('content-disposition', `attachment; filename="keyrelay-requests-${day}.${q.format}"`)
+      .header('cache-control', 'no-store')
+      .send(Readable.from(exportText(ctx.logStore, filter, q.format, q.limit)));
   });
 
   app.get('/requests/:id', async (request, reply) => {
-    const account = await requireAccount(ctx, request, reply);
+    const scope = visibleScope(await requireMember(ctx, request, reply, undefined, 'requests'));
     const { id } = parseInput(idParam, request.params);
-    const row = await ctx.logStore.getRequest(account.id, id);
+    const row = await ctx.logStore.getRequest({ org_id: scope.orgId, account_id: scope.accountId }, id);
     if (!row) throw consoleError('request_not_found');
-    return { request: row };
+    return { request: row, cost_breakdown: explainRowCost(row) };
   });
 
   app.get('/usage/series', async (request, reply) => {
-    const account = await requireAccount(ctx, request, reply);
+    const caller = await requireMember(ctx, request, reply, undefined, 'usage');
     const q = parseInput(seriesQuery, request.query);
-    const filter = usageFilter(ctx, account.id, q);
+    const filter = usageFilter(ctx, caller, q);
     if ((Date.parse(filter.to) - Date.parse(filter.from)) / BUCKET_MS[q.bucket] > MAX_BUCKETS) {
       throw consoleError('range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
     }
@@ -110,8 +225,9 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
   });
 
   app.get('/usage/breakdown', async (request, reply) => {
-    const account = await requireAccount(ctx, request, reply);
+    const caller = await requireMember(ctx, request, reply, undefined, 'usage');
     const q = parseInput(breakdownQuery, request.query);
-    return { rows: await ctx.logStore.usageBreakdown(usageFilter(ctx, account.id, q), q.by) };
+    const rows = await ctx.logStore.usageBreakdown(usageFilter(ctx, caller, q), q.by);
+    return topGroups(rows, q.rank, q.limit);
   });
 }

@@ -6,7 +6,10 @@ export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.ou
   const r = schema.safeParse(input ?? {});
   if (r.success) return r.data;
   const issue = r.error.issues[0];
-  const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+  // A message the schema wrote for people is a sentence (it ends with a full stop) and says which field;
+  // zod's own are prefixed with the field's name.
+  const where =
+    issue && issue.path.length > 0 && !issue.message.endsWith('.') ? `${issue.path.join('.')}: ` : '';
   throw consoleError('invalid_request', `${where}${issue?.message ?? 'invalid input'}`);
 }
 

@@ -22,6 +22,8 @@ const record = (over: Partial<KeyRecord> = {}): KeyRecord => ({
   id: 'k1',
   name: 'default',
   account_id: 'a1',
+  org_id: 'a1',
+  service: false,
   hint: 'kr_…',
   created_at: new Date().toISOString(),
   last_used_at: null,
@@ -36,6 +38,11 @@ const record = (over: Partial<KeyRecord> = {}): KeyRecord => ({
   rate_limit_tpm: null,
   max_concurrent: null,
   rate_limit_scope: 'billable' as const,
+  budget_unpriced: 'refuse' as const,
+  user_rate_limit_rpm: null,
+  user_budget_usd: null,
+  user_budget_period: null,
+  user_budget_mode: 'soft' as const,
   ...over,
 });
 

@@ -23,6 +23,12 @@ interface Entry {
   hash: string;
 }
 
+/**
+ * How long a verified key is trusted without the store. Revocation reaches every instance at once through
+ * Redis or the change feed; this only bounds what a lost event could cost, while sparing the store a read
+ * per request.
+ */
+export const KEY_CACHE_TTL_MS = 30_000;
 const NEGATIVE_TTL_MS = 5_000;
 const MAX_ENTRIES = 100_000;
 const LOOKUP_TIMEOUT_MS = 5_000;

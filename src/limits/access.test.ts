@@ -30,7 +30,7 @@ describe('isModelAllowed', () => {
     expect(isModelAllowed(list, 'gpt-4o')).toBe(true);
     expect(isModelAllowed(list, 'gpt-4o-mini')).toBe(false);
     expect(isModelAllowed(list, 'GPT-4o')).toBe(false);
-    expect(isModelAllowed(list, 'claude-sonnet-4-5')).toBe(true);
+    expect(isModelAllowed(list, 'claude-sonnet-4-6')).toBe(true);
     expect(isModelAllowed(list, 'claude-sonnet-')).toBe(true);
     expect(isModelAllowed(list, 'claude-opus-4')).toBe(false);
     expect(isModelAllowed(['*'], 'anything')).toBe(true);

@@ -4,6 +4,7 @@
  */
 import type { Provider } from '../types.js';
 import type { KeyLimits } from '../store/types.js';
+import type { RequestInfo } from '../metering/index.js';
 
 export const MAX_MODEL_PATTERNS = 50;
 export const MAX_MODEL_PATTERN_LENGTH = 200;
@@ -58,4 +59,26 @@ export function isRequestAllowed(
   if (!models) return true;
   if (model === null) return method === 'GET' || method === 'HEAD';
   return isModelAllowed(models, model);
+}
+
+/**
+ * The model a request is refused for under the key's lists (null: it names none keyrelay could read), or
+ * undefined when it is allowed. A batch (creation, or its input file's upload) runs the models its requests
+ * name, every one of which must be allowed; one whose requests keyrelay has not read is refused.
+ */
+export function refusedModel(
+  limits: Pick<KeyLimits, 'allowed_providers' | 'allowed_models'>,
+  provider: Provider,
+  info: Pick<RequestInfo, 'model' | 'batch'>,
+  method: string | undefined,
+): string | null | undefined {
+  const batch = info.batch;
+  if (
+    !batch ||
+    !limits.allowed_models ||
+    (limits.allowed_providers && !limits.allowed_providers.includes(provider))
+  )
+    return isRequestAllowed(limits, provider, info.model, method) ? undefined : info.model;
+  if ('inputFile' in batch || batch.unreadable > 0 || batch.models.length === 0) return null;
+  return batch.models.find((m) => !isModelAllowed(limits.allowed_models!, m));
 }

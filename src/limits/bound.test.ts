@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { computeCost } from '../usage/cost.js';
-import { countTextTokens } from '../usage/estimate.js';
+import { computeCost } from '../metering/index.js';
+import { countTextTokens } from '../usage/index.js';
 import { isRpmExempt, outputAllowance, promptTokens, requestBound, requestClass } from './bound.js';
 
 const usage = (input: number, output: number) => ({

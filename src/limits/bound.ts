@@ -5,12 +5,10 @@
  * `max_completion_tokens`, times `n` choices), or the deployment's default allowance when it names none,
  * each at the model's highest per-token rate in the price library.
  */
-import { countTextTokens, SKIP_KEYS } from '../usage/estimate.js';
-import { computeCost } from '../usage/cost.js';
+import { countTextTokens, isRecord, SKIP_KEYS, type Usage } from '../usage/index.js';
+import { computeCost, type RequestInfo } from '../metering/index.js';
 import { endpointOf, type EndpointClass } from '../providers/index.js';
-import { isRecord } from '../usage/normalize.js';
 import type { Provider } from '../types.js';
-import type { RequestInfo, Usage } from '../usage/types.js';
 
 const TOKEN_BOUNDED: ReadonlySet<EndpointClass> = new Set([
   'chat',

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { requestBound } from './bound.js';
 import { KeyLimiter, type Hold } from './limiter.js';
-import { createRedisCounters } from './redis-counters.js';
+import { createRedisCounters } from './shared/redis-counters.js';
 import { keyRecord } from '../../test/helpers/key-record.js';
 
 const key = keyRecord;
@@ -107,5 +107,55 @@ describe('KeyLimiter', () => {
     const tpm = key({ rate_limit_tpm: Math.ceil(exact.tokens * 1.5) });
     const t = (await l.admit(tpm, 'openai', info, 'POST')) as Hold;
     expect(t.tokens).toBe(exact.tokens);
+  });
+
+  describe('caps per end user', () => {
+    const chat = {
+      provider: 'openai' as const,
+      path: '/v1/chat/completions',
+      model: 'gpt-4o',
+      stream: false,
+      end_user: null,
+      json: { model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+    };
+    const admit = (l: KeyLimiter, k: ReturnType<typeof key>, user: string | null, model = 'gpt-4o') =>
+      l.admit(k, 'openai', { ...chat, model }, 'POST', user);
+
+    it('refuses what the key forbids as forbidden, before the end user’s counts', async () => {
+      const l = limiter();
+      const k = key({ allowed_models: ['gpt-4o'], user_rate_limit_rpm: 1 });
+      expect(await admit(l, k, 'ann')).not.toBeInstanceOf(Error);
+      const r = await admit(l, k, 'ann', 'o3');
+      expect([(r as Error & { code: string }).code]).toEqual(['proxy_key_forbidden']);
+    });
+
+    it('does not count a request the key refuses against its end user’s rate', async () => {
+      const l = limiter();
+      const k = key({ rate_limit_rpm: 1, user_rate_limit_rpm: 2 });
+      l.settle((await admit(l, k, 'ann')) as Hold, null);
+      // The key's own rpm refuses the next two: ann's count stays at one.
+      expect(await admit(l, k, 'ann')).toMatchObject({ code: 'proxy_rate_limited' });
+      expect(await admit(l, k, 'ann')).toMatchObject({ code: 'proxy_rate_limited' });
+      const roomier = { ...k, rate_limit_rpm: 10 };
+      expect(await admit(l, roomier, 'ann')).not.toBeInstanceOf(Error);
+      const third = await admit(l, roomier, 'ann');
+      expect(third).toMatchObject({ code: 'proxy_rate_limited' });
+      expect((third as Error).message).toContain('2 requests per end user per minute');
+    });
+
+    it('counts a settled cost against the end user’s budget, not another end user’s', async () => {
+      const l = limiter();
+      const k = key({ user_budget_usd: 1, user_budget_period: 'day' });
+      const first = await admit(l, k, 'ann');
+      expect(first).not.toBeInstanceOf(Error);
+      await new Promise((res) => setImmediate(res)); // the period's spend loads
+      const at = new Date().toISOString();
+      const row = { key_id: k.id, end_user: 'ann', created_at: at, cost_usd: 1 };
+      l.settle(first as Hold, row as Parameters<KeyLimiter['settle']>[1]);
+      expect(await admit(l, k, 'ann')).toMatchObject({ code: 'proxy_budget_exceeded' });
+      expect(await admit(l, k, 'bob')).not.toBeInstanceOf(Error);
+      // Requests naming no end user are held to the key's limits alone (it has none).
+      expect(await admit(l, k, null)).toBeNull();
+    });
   });
 });

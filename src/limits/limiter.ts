@@ -11,29 +11,28 @@
  * totals and reads back every instance's: the limits then hold across instances, give or take what the
  * other instances admit within one sync interval. Without them, each instance enforces on its own counts.
  * A sync that fails (Redis down) keeps its counts for the next one; meanwhile enforcement is per instance.
+ *
+ * A key's caps per end user are admitted first, as a key of their own (end-users.ts), then the key's own
+ * limits; the request's hold carries the end user's, settled with it.
  */
 import { randomBytes } from 'node:crypto';
 import { ProxyError } from '../errors.js';
 import type { Provider, RequestLogRow } from '../types.js';
-import type { KeyRecord, LogStore } from '../store/types.js';
-import type { RequestInfo } from '../usage/types.js';
-import { isRequestAllowed } from './access.js';
+import type { KeyRateStatus, KeyRecord, LogStore } from '../store/types.js';
+import type { RequestInfo } from '../metering/index.js';
+import { isRequestAllowed, refusedModel } from './access.js';
 import { fittedBound, isRpmExempt, requestClass } from './bound.js';
-import { LeaseBook, type Lease } from './leases.js';
+import { LocalHolds } from './local/holds.js';
+import { RateCounters } from './local/rate.js';
+import { SpendLedger, toNanos, type SpendState } from './local/spend.js';
+import { SharedHoldBook } from './shared/holds.js';
+import { syncCounters, type SharedCounters } from './shared/redis-counters.js';
+import type { SharedHolds } from './shared/redis-holds.js';
 import type { Admission, Hold, Limits } from './types.js';
 import { MINUTE_MS, secondsUntil } from './periods.js';
-import {
-  budgetRefusal,
-  budgetWait,
-  concurrencyRefusal,
-  forbidden,
-  rateRefusal,
-  unpricedRefusal,
-} from './refusals.js';
-import { RateCounters } from './rate.js';
-import { syncCounters, type SharedCounters } from './redis-counters.js';
-import type { SharedHolds } from './redis-holds.js';
-import { SpendLedger, toNanos, type SpendState } from './spend.js';
+import { readRateStatus } from './rate-status.js';
+import { budgetRefusal, forbidden, perEndUser, rateRefusal, unpricedRefusal } from './refusals.js';
+import { endUserKey, splitEndUserKeyId } from './end-users.js';
 
 export type { Admission, Hold, Limits } from './types.js';
 
@@ -49,38 +48,49 @@ export interface LimiterOptions {
   syncMs?: number;
   now?: () => number;
   onError?: (err: unknown, msg: string) => void;
-  /** Output tokens reserved for a request that names no maximum (KEYRELAY_BUDGET_DEFAULT_OUTPUT_TOKENS). */
+  /** Output tokens reserved for a request that names no maximum (DEFAULT_OUTPUT_TOKENS). */
   defaultOutputTokens?: number;
-  /** Unpriced calls under a hard budget: refused, or admitted at a cost of 0 (KEYRELAY_HARD_BUDGET_UNPRICED). */
-  unpriced?: 'refuse' | 'allow';
-  /** How long a shared hold outlives its instance's last refresh (KEYRELAY_LIMIT_HOLD_TTL_MS). */
+  /** How long a shared hold outlives its instance's last refresh (DEFAULT_HOLD_TTL_MS). */
   holdTtlMs?: number;
 }
 
 export const DEFAULT_SYNC_MS = 200;
+/** A typical chat answer's ceiling: enough to hold a hard budget's worst case without refusing most calls. */
 export const DEFAULT_OUTPUT_TOKENS = 4096;
+/** A crashed instance's holds lapse within a minute; a live one refreshes every third of it. */
 export const DEFAULT_HOLD_TTL_MS = 60_000;
 /** Hold ids: unique per instance by a random prefix, cheaper than a UUID per request. */
 const HOLD_PREFIX = `${randomBytes(6).toString('base64url')}.`;
 let holdSeq = 0;
 const SWEEP_MS = 30_000;
 
+/** A hold of nothing: what carries an end user's hold, or counts its cost, when no limit holds anything. */
+const bareHold = (keyId: string, window: number): Hold => ({
+  id: `${HOLD_PREFIX}${++holdSeq}`,
+  keyId,
+  tokens: 0,
+  window,
+  tpm: false,
+  nanos: 0,
+  spend: null,
+  slot: false,
+  shared: false,
+  lease: null,
+  leased: 0,
+  settled: false,
+  user: null,
+});
+
 export class KeyLimiter implements Limits {
   private readonly rate: RateCounters;
   private readonly tpm: RateCounters;
   private readonly spend: SpendLedger;
   private readonly shared: SharedCounters | null;
-  private readonly holds: SharedHolds | null;
-  private readonly leases: LeaseBook | null;
+  /** Slots and reservations on this instance's own counts (without Redis, or while it fails). */
+  private readonly local: LocalHolds;
+  /** Slots and reservations shared through Redis; null: none. */
+  private readonly holds: SharedHoldBook | null;
   private readonly defaultOutputTokens: number;
-  private readonly unpriced: 'refuse' | 'allow';
-  private readonly holdTtlMs: number;
-  /** In-flight slots held here, per key (local enforcement, and the fallback when Redis fails). */
-  private readonly inflight = new Map<string, number>();
-  /** Shared holds still running here, per key: their expiry is pushed forward while they run. */
-  private readonly running = new Map<string, Set<string>>();
-  private lastRefresh = 0;
-  private holdsFailing = false;
   private readonly now: () => number;
   private readonly onError: (err: unknown, msg: string) => void;
   private readonly timer: NodeJS.Timeout;
@@ -92,20 +102,27 @@ export class KeyLimiter implements Limits {
     this.shared = opts.shared ?? null;
     this.now = opts.now ?? Date.now;
     this.onError = opts.onError ?? (() => {});
-    this.holds = opts.holds ?? null;
     this.defaultOutputTokens = opts.defaultOutputTokens ?? DEFAULT_OUTPUT_TOKENS;
-    this.unpriced = opts.unpriced ?? 'refuse';
-    this.holdTtlMs = opts.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
-    this.leases = this.holds
-      ? new LeaseBook(this.holds, `${HOLD_PREFIX}lease.`, this.holdTtlMs, this.now, (err, lease) =>
-          this.leaseFailed(err, lease),
-        )
-      : null;
     this.rate = new RateCounters(this.shared !== null);
     this.tpm = new RateCounters(this.shared !== null);
-    this.spend = new SpendLedger(opts.spendSince, (err) =>
+    // An end user's spend is that end user's rows of the key (end-users.ts).
+    const spendSince = (id: string, since: string) => {
+      const user = splitEndUserKeyId(id);
+      return user ? opts.spendSince(user.keyId, since, user.endUser) : opts.spendSince(id, since);
+    };
+    this.spend = new SpendLedger(spendSince, (err) =>
       this.onError(err, 'budget spend could not be loaded; retrying'),
     );
+    this.local = new LocalHolds(this.now);
+    this.holds = opts.holds
+      ? new SharedHoldBook(opts.holds, this.spend, this.local, {
+          prefix: HOLD_PREFIX,
+          ttlMs: opts.holdTtlMs ?? DEFAULT_HOLD_TTL_MS,
+          now: this.now,
+          onError: this.onError,
+          record: (row) => this.record(row),
+        })
+      : null;
     this.timer = setInterval(() => void this.sync(), opts.syncMs ?? DEFAULT_SYNC_MS);
     this.timer.unref();
   }
@@ -144,6 +161,43 @@ export class KeyLimiter implements Limits {
     provider: Provider,
     info: RequestInfo,
     method: string,
+    endUser: string | null = null,
+  ): Admission | Promise<Admission> {
+    const user = endUser === null ? null : endUserKey(key, endUser);
+    if (user === null) return this.admitKey(key, provider, info, method);
+    // What the key may not do at all is refused as such, whatever the end user's counts.
+    const refused = refusedModel(key, provider, info, method);
+    if (refused !== undefined) return forbidden(key, provider, refused);
+    const window = Math.floor(this.now() / MINUTE_MS);
+    const both = (u: Admission): Admission | Promise<Admission> => {
+      if (u instanceof ProxyError) return u;
+      // Always a hold, even with nothing held: settling it counts the cost against the end user's budget.
+      const userHold = u ?? bareHold(user.id, window);
+      const own = this.admitKey(key, provider, info, method);
+      const join = (a: Admission): Admission => {
+        if (a instanceof ProxyError) {
+          this.settle(userHold, null);
+          // A refused request does not count against the end user's rate, as it does not against the key's.
+          const counted = user.rate_limit_scope === 'all' || !isRpmExempt(method, info.path);
+          if (user.rate_limit_rpm != null && counted)
+            this.rate.adjust(user.id, userHold.window, -1, this.now());
+          return a;
+        }
+        const hold = a ?? bareHold(key.id, window);
+        hold.user = userHold;
+        return hold;
+      };
+      return own instanceof Promise ? own.then(join) : join(own);
+    };
+    const admitted = this.admitKey(user, provider, info, method);
+    return admitted instanceof Promise ? admitted.then(both) : both(admitted);
+  }
+
+  private admitKey(
+    key: KeyRecord,
+    provider: Provider,
+    info: RequestInfo,
+    method: string,
   ): Admission | Promise<Admission> {
     if (
       key.allowed_providers == null &&
@@ -155,7 +209,8 @@ export class KeyLimiter implements Limits {
     ) {
       return null;
     }
-    if (!isRequestAllowed(key, provider, info.model, method)) return forbidden(key, provider, info.model);
+    const refused = refusedModel(key, provider, info, method);
+    if (refused !== undefined) return forbidden(key, provider, refused);
     const now = this.now();
     const path = info.path;
     const hard = key.budget_usd != null && key.budget_mode === 'hard';
@@ -184,7 +239,7 @@ export class KeyLimiter implements Limits {
     let nanos = 0;
     if (hard && cls !== 'free') {
       if (bound?.nanos == null) {
-        if (this.unpriced === 'refuse') return unpricedRefusal(info.model, path);
+        if (key.budget_unpriced === 'refuse') return unpricedRefusal(info.model, path);
       } else nanos = bound.nanos;
     }
     const window = Math.floor(now / MINUTE_MS);
@@ -201,7 +256,7 @@ export class KeyLimiter implements Limits {
       const wait = this.rate.admit(key.id, key.rate_limit_rpm, now);
       if (wait !== null) {
         this.tpm.adjust(key.id, window, -tokens, now);
-        return rateRefusal(`${key.rate_limit_rpm} requests`, wait);
+        return rateRefusal(`${key.rate_limit_rpm} requests${perEndUser(key)}`, wait);
       }
       counted = true;
     }
@@ -210,194 +265,53 @@ export class KeyLimiter implements Limits {
     const reserve = hard && cls !== 'free';
     if (!tpm && !slot && !reserve) return null;
     const hold: Hold = {
-      id: `${HOLD_PREFIX}${++holdSeq}`,
-      keyId: key.id,
+      ...bareHold(key.id, window),
       tokens,
-      window,
       tpm,
       nanos,
       spend: reserve ? spend : null,
       slot,
-      shared: false,
-      lease: null,
-      leased: 0,
-      settled: false,
     };
     if (!slot && !reserve) return hold;
     const undo = () => {
       if (tokens > 0) this.tpm.adjust(key.id, window, -tokens, now);
       if (counted) this.rate.adjust(key.id, window, -1, now);
     };
-    if (this.holds && !this.holdsFailing) {
-      if (reserve && !slot && spend!.status === 'loaded') {
-        const taken = this.leases!.take(key.id, spend!, toNanos(key.budget_usd!), nanos);
-        if (taken) {
-          hold.lease = taken.lease;
-          hold.leased = taken.part;
-          if (taken.part === nanos) return hold;
-        }
-      }
-      return this.admitShared(key, hold, undo);
-    }
+    if (this.holds && !this.holds.failing) return this.holds.admit(key, hold, undo);
     if (reserve && hold.spend!.status !== 'loaded') {
-      return this.spend.loaded(hold.spend!).then(() => this.admitLocal(key, hold, undo));
+      return this.spend.loaded(hold.spend!).then(() => this.local.admit(key, hold, undo));
     }
-    return this.admitLocal(key, hold, undo);
-  }
-
-  /** Takes the hold's slot and reservation from this instance's own counts. */
-  private admitLocal(key: KeyRecord, hold: Hold, undo: () => void): Admission {
-    const inUse = this.inflight.get(key.id) ?? 0;
-    if (hold.slot && inUse >= key.max_concurrent!) {
-      undo();
-      return concurrencyRefusal(key);
-    }
-    const s = hold.spend;
-    if (s) {
-      // A period whose spend could not be loaded counts from what this instance saw (the load is retried).
-      const budget = toNanos(key.budget_usd!);
-      if (s.total + s.reserved + hold.nanos > budget) {
-        undo();
-        return budgetRefusal(key, s.period, budgetWait(s.total, hold.nanos, budget, s.end, this.now()));
-      }
-      s.reserved += hold.nanos;
-    }
-    if (hold.slot) this.inflight.set(key.id, inUse + 1);
-    return hold;
-  }
-
-  /** Takes the slot and reservation in Redis, atomically across instances; on a Redis failure, locally. */
-  private async admitShared(key: KeyRecord, hold: Hold, undo: () => void): Promise<Admission> {
-    const s = hold.spend;
-    if (s && s.status !== 'loaded') await this.spend.loaded(s);
-    const budget = s ? toNanos(key.budget_usd!) : null;
-    try {
-      const reply = await this.holds!.admit(
-        {
-          keyId: key.id,
-          holdId: hold.id,
-          budget,
-          amount: hold.nanos - hold.leased,
-          period: s?.period ?? 'month',
-          start: s?.start ?? 0,
-          end: s?.end ?? 0,
-          seed: s?.total ?? 0,
-          slots: hold.slot ? key.max_concurrent : null,
-        },
-        this.now(),
-        this.holdTtlMs,
-      );
-      if (s) s.total = Math.max(s.total, reply.spent + s.pending);
-      if (!reply.ok) {
-        this.returnLeased(hold);
-        undo();
-        if (reply.reason === 'slots') return concurrencyRefusal(key);
-        return budgetRefusal(
-          key,
-          s!.period,
-          budgetWait(reply.spent, hold.nanos, budget!, s!.end, this.now()),
-        );
-      }
-    } catch (err) {
-      this.holdsFailed(err);
-      this.returnLeased(hold);
-      return this.admitLocal(key, hold, undo);
-    }
-    hold.shared = true;
-    let ids = this.running.get(key.id);
-    if (!ids) this.running.set(key.id, (ids = new Set()));
-    ids.add(hold.id);
-    return hold;
-  }
-
-  /** Gives back the part of a hold's reservation taken from its lease (refused, or going local). */
-  private returnLeased(hold: Hold): void {
-    if (hold.lease === null) return;
-    this.leases!.settle(hold.lease, hold.leased, 0);
-    if (hold.lease.dead) hold.lease.spend.reserved -= hold.leased;
-    hold.lease = null;
-    hold.leased = 0;
-  }
-
-  /**
-   * A lease Redis could not renew: its costs go to the ledger (pushed by the counters' sync once Redis
-   * answers), its requests in flight count as this instance's reservations, and admission goes local.
-   */
-  private leaseFailed(err: unknown, lease: Lease): void {
-    this.holdsFailed(err);
-    lease.spend.pending += lease.spent;
-    lease.spent = 0;
-    lease.spend.reserved += lease.open;
-  }
-
-  private holdsFailed(err: unknown): void {
-    if (!this.holdsFailing) this.onError(err, 'limit holds not shared through Redis; enforcing per instance');
-    this.holdsFailing = true;
+    return this.local.admit(key, hold, undo);
   }
 
   settle(hold: Hold | null, row: RequestLogRow | null): void {
     if (hold === null || hold.settled) return void (row && this.record(row));
     hold.settled = true;
+    if (hold.user) {
+      // The end user's counts are a key of their own: the row's cost goes to that key's budget too.
+      const user = hold.user;
+      hold.user = null;
+      this.settle(user, row && { ...row, key_id: user.keyId, end_user: null });
+    }
     const now = this.now();
     if (hold.tpm) {
       const used = row ? (row.input_tokens ?? 0) + (row.output_tokens ?? 0) : 0;
       this.tpm.adjust(hold.keyId, hold.window, used - hold.tokens, now);
     }
     const cost = row?.cost_usd != null && row.cost_usd > 0 ? row.cost_usd : 0;
-    const lease = hold.lease;
-    if (lease && !hold.shared) {
-      // The cost stays in the lease (still held in Redis) until its renewal moves it into the spend.
-      this.leases!.settle(lease, hold.leased, lease.dead ? 0 : toNanos(cost));
-      if (!lease.dead) lease.spend.total += toNanos(cost);
-      else {
-        lease.spend.reserved -= hold.leased;
-        if (row) this.record(row);
-      }
-      return;
-    }
-    if (!hold.shared) {
-      if (hold.slot) {
-        const n = (this.inflight.get(hold.keyId) ?? 1) - 1;
-        if (n <= 0) this.inflight.delete(hold.keyId);
-        else this.inflight.set(hold.keyId, n);
-      }
-      if (hold.spend) hold.spend.reserved -= hold.nanos;
-      return void (row && this.record(row));
-    }
-    const ids = this.running.get(hold.keyId);
-    ids?.delete(hold.id);
-    if (ids?.size === 0) this.running.delete(hold.keyId);
-    const s = hold.spend;
-    // A shared hard budget gets the cost in the same script that drops the reservation; anything else (a
-    // slot of a key with a soft budget) counts its cost through the periodic sync.
-    if (!s) {
-      if (row) this.record(row);
-      // A slot without a reservation: released in Redis at no cost.
-      return void this.holds!.settle(
-        { keyId: hold.keyId, holdId: hold.id, period: 'month', start: 0, end: now },
-        0,
-        0,
-        now,
-      ).catch((err: unknown) => this.holdsFailed(err));
-    }
-    this.holds!.settle(
-      { keyId: hold.keyId, holdId: hold.id, period: s.period, start: s.start, end: s.end },
-      toNanos(cost),
-      s.total,
-      now,
-    ).then(
-      (total) => {
-        if (row) this.spend.addSettled(hold.keyId, row.created_at, cost, total);
-        // Part of the reservation was the lease's: freed only now that Redis has the cost.
-        this.returnLeased(hold);
-      },
-      (err: unknown) => {
-        // Counted through the sync instead; the reservation in Redis lapses with its TTL.
-        this.holdsFailed(err);
-        if (row) this.record(row);
-        this.returnLeased(hold);
-      },
-    );
+    if (hold.shared || hold.lease !== null) return this.holds!.settle(hold, row, cost, now);
+    this.local.release(hold);
+    if (row) this.record(row);
+  }
+
+  /**
+   * How much of the key's requests- and tokens-per-minute limits is in use now, as admission counts it (with
+   * Redis, every instance's totals); null for a key without either limit.
+   */
+  rateStatus(key: KeyRecord): Promise<KeyRateStatus | null> {
+    const now = this.now();
+    const peek = (kind: 'rpm' | 'tpm') => (kind === 'rpm' ? this.rate : this.tpm).peek(key.id, now);
+    return readRateStatus(key, now, peek, this.shared);
   }
 
   /** One sync round with the shared counters (and the idle sweep); concurrent calls share the round. */
@@ -418,8 +332,7 @@ export class KeyLimiter implements Limits {
       }
       return;
     }
-    await this.refreshHolds(now);
-    await this.leases?.renewAll();
+    await this.holds?.sync(now);
     const failed = await syncCounters(this.shared, this.rate, this.tpm, this.spend, now);
     // Reported once per outage, not every interval.
     if (failed && !this.syncFailing)
@@ -427,27 +340,10 @@ export class KeyLimiter implements Limits {
     this.syncFailing = failed;
   }
 
-  /** Pushes the expiry of this instance's running shared holds forward, a third of their TTL at a time. */
-  private async refreshHolds(now: number): Promise<void> {
-    if (!this.holds || now - this.lastRefresh < this.holdTtlMs / 3) return;
-    this.lastRefresh = now;
-    try {
-      await this.holds.refresh(
-        new Map([...this.running].map(([k, ids]) => [k, [...ids]])),
-        now + this.holdTtlMs,
-      );
-      // Redis answers again: new holds are shared again.
-      if (this.holdsFailing) this.onError(null, 'limit holds shared through Redis again');
-      this.holdsFailing = false;
-    } catch (err) {
-      this.holdsFailed(err);
-    }
-  }
-
   /** Stops the sync after a last round, so this instance's counts reach the shared totals. */
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await this.leases?.releaseAll();
+    await this.holds?.close();
     await this.sync();
   }
 
@@ -458,6 +354,6 @@ export class KeyLimiter implements Limits {
 
   /** Requests in flight holding a slot here (local enforcement), per key; for tests. */
   inFlight(keyId: string): number {
-    return this.inflight.get(keyId) ?? 0;
+    return this.local.inFlight(keyId);
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { periodBounds, secondsUntil } from './periods.js';
+import { periodBounds, secondsUntil, waitInWords } from './periods.js';
 
 describe('periodBounds', () => {
   it('gives the UTC day around an instant', () => {
@@ -26,5 +26,16 @@ describe('secondsUntil', () => {
     expect(secondsUntil(10_001, 0)).toBe(11);
     expect(secondsUntil(10, 10)).toBe(1);
     expect(secondsUntil(0, 10)).toBe(1);
+  });
+});
+
+describe('waitInWords', () => {
+  it('says a wait in its two largest units, never in thousands of seconds', () => {
+    expect(waitInWords(54_419)).toBe('15 h 6 min');
+    expect(waitInWords(45)).toBe('45 s');
+    expect(waitInWords(200)).toBe('3 min 20 s');
+    expect(waitInWords(3_600)).toBe('1 h');
+    expect(waitInWords(2 * 86_400 + 4 * 3_600 + 59)).toBe('2 d 4 h');
+    expect(waitInWords(0.2)).toBe('1 s');
   });
 });

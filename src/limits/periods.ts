@@ -19,3 +19,24 @@ export function periodBounds(period: BudgetPeriod, nowMs: number): { start: numb
 export function secondsUntil(untilMs: number, nowMs: number): number {
   return Math.max(1, Math.ceil((untilMs - nowMs) / 1000));
 }
+
+/** A wait as people say it: "45 s", "3 min 20 s", "15 h 6 min", "2 d 4 h" (the two largest units). */
+export function waitInWords(seconds: number): string {
+  const s = Math.max(0, Math.ceil(seconds));
+  const units: [string, number][] = [
+    ['d', 86_400],
+    ['h', 3_600],
+    ['min', 60],
+    ['s', 1],
+  ];
+  const first = units.findIndex(([, size]) => s >= size);
+  if (first < 0) return '0 s';
+  const parts: string[] = [];
+  let rest = s;
+  for (const [name, size] of units.slice(first, first + 2)) {
+    const n = Math.floor(rest / size);
+    rest -= n * size;
+    if (n > 0) parts.push(`${n} ${name}`);
+  }
+  return parts.join(' ');
+}

@@ -2,16 +2,20 @@
 import { ProxyError } from '../errors.js';
 import type { Provider } from '../types.js';
 import type { KeyRecord } from '../store/types.js';
-import { secondsUntil } from './periods.js';
+import { isEndUserKey } from './end-users.js';
+import { secondsUntil, waitInWords } from './periods.js';
 
 /** Retry-after for a refusal that ends when requests in flight end, not with a window or a period. */
 const IN_FLIGHT_RETRY_S = 1;
 const MAX_SHOWN_MODEL = 100;
 
+/** " per end user" for an end user's caps (end-users.ts), else nothing. */
+export const perEndUser = (key: KeyRecord): string => (isEndUserKey(key) ? ' per end user' : '');
+
 export function budgetRefusal(key: KeyRecord, period: string, wait: number): ProxyError {
   return new ProxyError(
     'proxy_budget_exceeded',
-    `Budget: $${key.budget_usd} per ${period} (UTC); it resets in ${wait} s.`,
+    `Budget: $${key.budget_usd}${perEndUser(key)} per ${period} (UTC); it resets in ${waitInWords(wait)}.`,
     wait,
   );
 }

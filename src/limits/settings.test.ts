@@ -27,11 +27,22 @@ describe('mergeKeyLimits', () => {
       rate_limit_tpm: null,
       max_concurrent: null,
       rate_limit_scope: 'billable',
+      budget_unpriced: 'refuse',
+      user_rate_limit_rpm: null,
+      user_budget_usd: null,
+      user_budget_period: null,
+      user_budget_mode: 'soft',
     });
     expect(mergeKeyLimits(set, { rate_limit_rpm: null })).toEqual({ ...set, rate_limit_rpm: null });
-    const more = mergeKeyLimits(set, { budget_mode: 'hard', rate_limit_tpm: 1000, max_concurrent: 3 });
+    const more = mergeKeyLimits(set, {
+      budget_mode: 'hard',
+      budget_unpriced: 'allow',
+      rate_limit_tpm: 1000,
+      max_concurrent: 3,
+    });
     expect(more).toMatchObject({
       budget_mode: 'hard',
+      budget_unpriced: 'allow',
       rate_limit_tpm: 1000,
       max_concurrent: 3,
       rate_limit_rpm: 10,
@@ -55,6 +66,7 @@ describe('mergeKeyLimits', () => {
 
   it('refuses out-of-range values with invalid_limits', () => {
     expect(bad({ rate_limit_rpm: 0 })).toBe('invalid_limits');
+    expect(bad({ budget_unpriced: 'maybe' as 'allow' })).toBe('invalid_limits');
     expect(bad({ rate_limit_rpm: 1.5 })).toBe('invalid_limits');
     expect(bad({ rate_limit_rpm: 1_000_001 })).toBe('invalid_limits');
     expect(bad({ rate_limit_rpm: 1_000_000 })).toBe('accepted');
@@ -76,5 +88,30 @@ describe('mergeKeyLimits', () => {
     expect(bad({ max_concurrent: 100_000 })).toBe('accepted');
     expect(bad({ budget_mode: 'strict' as 'hard' })).toBe('invalid_limits');
     expect(bad({ rate_limit_scope: 'some' as 'all' })).toBe('invalid_limits');
+    expect(bad({ user_rate_limit_rpm: 0 })).toBe('invalid_limits');
+    expect(bad({ user_rate_limit_rpm: 2.5 })).toBe('invalid_limits');
+    expect(bad({ user_rate_limit_rpm: 1_000_000 })).toBe('accepted');
+    expect(bad({ user_budget_usd: 0.009 })).toBe('invalid_limits');
+    expect(bad({ user_budget_usd: 0.01 })).toBe('accepted');
+    expect(bad({ user_budget_period: 'day' })).toBe('invalid_limits');
+    expect(bad({ user_budget_mode: 'strict' as 'hard' })).toBe('invalid_limits');
+  });
+
+  it('gives a per-end-user budget its own period and mode, apart from the key budget', () => {
+    const capped = mergeKeyLimits(null, { budget_usd: 50, user_budget_usd: 2, user_budget_mode: 'hard' });
+    expect(capped).toMatchObject({
+      budget_period: 'month',
+      budget_mode: 'soft',
+      user_budget_usd: 2,
+      user_budget_period: 'month',
+      user_budget_mode: 'hard',
+    });
+    const daily = mergeKeyLimits(capped, { user_budget_period: 'day' });
+    expect(daily).toMatchObject({ budget_period: 'month', user_budget_period: 'day' });
+    expect(mergeKeyLimits(daily, { user_budget_usd: null })).toMatchObject({
+      user_budget_usd: null,
+      user_budget_period: null,
+      user_budget_mode: 'hard',
+    });
   });
 });

@@ -1,10 +1,10 @@
 /** What the proxy sees of per-key limits: admission, the hold a request keeps, settling (limiter.ts). */
 import type { ProxyError } from '../errors.js';
 import type { Provider, RequestLogRow } from '../types.js';
-import type { KeyRecord } from '../store/types.js';
-import type { RequestInfo } from '../usage/types.js';
-import type { Lease } from './leases.js';
-import type { SpendState } from './spend.js';
+import type { KeyRateStatus, KeyRecord } from '../store/types.js';
+import type { RequestInfo } from '../metering/index.js';
+import type { Lease } from './shared/leases.js';
+import type { SpendState } from './local/spend.js';
 
 /** What an admitted request holds until it is settled. */
 export interface Hold {
@@ -28,6 +28,8 @@ export interface Hold {
   lease: Lease | null;
   leased: number;
   settled: boolean;
+  /** The end user's hold under the key's caps per end user (end-users.ts), settled with this one. */
+  user: Hold | null;
 }
 
 /** A refusal, a hold to settle when the request ends, or null (nothing held). */
@@ -45,6 +47,8 @@ export interface Limits {
     provider: Provider,
     info: RequestInfo,
     method: string,
+    /** Who the request is for (`proxy-user`, or the body's field): the key's caps per end user apply. */
+    endUser?: string | null,
   ): Admission | Promise<Admission>;
   /**
    * A request's end, any ending: releases its hold (null: none) and counts its row's cost and tokens. A
@@ -53,4 +57,6 @@ export interface Limits {
   settle(hold: Hold | null, row: RequestLogRow | null): void;
   /** A finished request's log row without a hold: its cost counts against the key's budget. */
   record(row: RequestLogRow): void;
+  /** How much of the key's rpm and tpm limits is in use now (the console's Keys page); null without either. */
+  rateStatus(key: KeyRecord): Promise<KeyRateStatus | null>;
 }

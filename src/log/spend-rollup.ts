@@ -5,7 +5,7 @@
  * A failed write keeps its sums for the next one; a crash loses at most one interval, a stop none.
  */
 import type { Logger } from 'pino';
-import { toNanos } from '../limits/spend.js';
+import { toNanos } from '../limits/index.js';
 import type { LogWriter } from '../store/factory.js';
 import type { SpendEntry } from '../store/types.js';
 import type { RequestLogRow } from '../types.js';

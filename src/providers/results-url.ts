@@ -6,9 +6,8 @@
  * (KEYRELAY_PUBLIC_URL), so results come through keyrelay and are priced. Nothing else in the body changes.
  */
 import { Transform } from 'node:stream';
-import type { Provider } from '../types.js';
-import { createBodyDecoder } from '../usage/decoder.js';
-import { PROVIDERS } from './index.js';
+import { createBodyDecoder } from '../usage/index.js';
+import { providerModule, type Provider } from './index.js';
 
 /** Batch objects and lists are small; a larger body is passed on decoded but unchanged. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -26,7 +25,7 @@ export function resultsUrlRewriter(
   contentEncoding: string | undefined,
   proxyBase: string,
 ): Transform | null {
-  const support = PROVIDERS[provider].batches;
+  const support = providerModule(provider).batches;
   const field = support?.resultsUrlField;
   if (!support || !field || status < 200 || status >= 300) return null;
   if (support.callOf(method, path)?.kind !== 'object') return null;
@@ -60,26 +59,43 @@ export function resultsUrlRewriter(
       }
     }
   };
-  return new Transform({
+  const rewriter = new Transform({
     transform(chunk: Buffer, _enc, callback) {
       try {
-        decoder.write(chunk);
-        pull(this);
-        callback();
+        decoder.write(chunk, () => callback());
+        pull(this); // an identity "decoder" has its piece ready at once
       } catch (err) {
         callback(err as Error);
       }
     },
     flush(callback) {
-      try {
-        decoder.end();
-        pull(this);
-        decoder.close();
-        if (!passing) this.push(Buffer.from(rewrite(Buffer.concat(parts, size).toString('utf8')), 'utf8'));
-        callback();
-      } catch (err) {
-        callback(err as Error);
-      }
+      decoder.end().then(
+        () => {
+          try {
+            pull(this);
+            decoder.close();
+            if (!passing)
+              this.push(Buffer.from(rewrite(Buffer.concat(parts, size).toString('utf8')), 'utf8'));
+            callback();
+          } catch (err) {
+            callback(err as Error);
+          }
+        },
+        (err: unknown) => callback(err as Error),
+      );
+    },
+    destroy(err, callback) {
+      decoder.close();
+      callback(err);
     },
   });
+  // A compressed body is decoded off the event loop: its pieces come when they are ready.
+  decoder.onReadable(() => {
+    try {
+      pull(rewriter);
+    } catch (err) {
+      rewriter.destroy(err as Error);
+    }
+  });
+  return rewriter;
 }

@@ -1,16 +1,13 @@
 /**
  * The one shape every upstream provider takes. Whatever differs between providers — how an error body
  * looks, where the credential is, which paths are which kind of call, how usage is reported — is data or a
- * function here, so the proxy, usage, limits and WebSocket layers ask the provider's module and never
+ * function here, so the proxy, metering, limits and WebSocket layers ask the provider's module and never
  * branch on its name. How to add a provider or an endpoint: docs/ARCHITECTURE.md.
  */
 import type { ProxyError } from '../errors.js';
-import type { Provider } from '../types.js';
-import type { OutputCounter } from '../usage/estimate.js';
-import type { TokenCounts } from '../usage/normalize.js';
-import type { Usage } from '../usage/types.js';
+import type { FreeToolFees, TokenCounts, Usage, UsageReader } from '../usage/index.js';
 
-/** What a call is, by its path. Rows, limits and (issue #13) prices read this, never the raw path. */
+/** What a call is, by its path. Rows, limits and prices read this, never the raw path. */
 export type EndpointClass =
   | 'chat'
   | 'completions'
@@ -29,45 +26,6 @@ export type EndpointClass =
   | 'files'
   | 'realtime'
   | 'other';
-
-/** Usage as a response reported it so far; `final` once the provider's figures for the whole call came. */
-export interface Reported {
-  counts: TokenCounts | null;
-  model: string | null;
-  final: boolean;
-}
-
-/**
- * Reads one SSE stream's events (created per response). The driver (usage/stream-reader.ts) splits the
- * stream and parses JSON only for events `skim` declines, so the frequent text deltas are never parsed.
- */
-export interface SseEventReader {
-  /** True when the event was fully read without a parse (a text delta): the driver skips it. */
-  skim(event: string, data: string): boolean;
-  onEvent(data: Record<string, unknown>): void;
-  /** An event too big to hold whole (a huge final event): its usage sits in the tail, its model in the head. */
-  onClipped(data: string): void;
-  reported(): Reported;
-}
-
-/** How one kind of call reports its usage. */
-export interface UsageReader {
-  /**
-   * The `usage` member of a complete JSON body (a Responses wrapper already unwrapped); `body` is that
-   * whole object, for what sits beside `usage` (a transcription's `duration`).
-   */
-  json(usage: unknown, body?: Record<string, unknown>): { counts: TokenCounts | null; final: boolean };
-  /** The members of `body` that `json` reads besides `usage` (a body is read by these members alone). */
-  bodyMembers?: readonly string[];
-  sse(output: OutputCounter): SseEventReader;
-  /** False where the call generates no text (embeddings): an estimate then counts no output. */
-  generatesOutput: boolean;
-  /**
-   * False where an estimate from the prompt's text would be meaningless (audio in or out, images): a
-   * response without usage is then unpriced, never guessed.
-   */
-  estimable?: boolean;
-}
 
 export interface EndpointRow {
   /** Tested against the upstream path without its query and trailing slashes; the first row that matches wins. */
@@ -102,8 +60,11 @@ export interface SocketEvents {
   kindOf(type: string): 'delta' | 'session' | 'created' | 'end' | 'error' | null;
   /** Whether an end event of this type (and response status) is a failure. */
   failed(type: string, status: string | null): boolean;
-  /** A caller's request for a response (checked against the key's limits), or null. */
-  parseClientCreate(data: Buffer): Record<string, unknown> | null;
+  /**
+   * A caller's request for a response (checked against the key's limits), null for any other message, or
+   * 'unreadable' for one that may be a request but cannot be read (refused: it would pass unchecked).
+   */
+  parseClientCreate(data: Buffer): Record<string, unknown> | null | 'unreadable';
   usageFromResponse(response: Record<string, unknown>, model: string | null): Usage;
   /** JSON for the log with bulky payloads (base64 audio) replaced by a note of their size. */
   forLog(value: unknown): string;
@@ -153,21 +114,86 @@ export interface BatchSupport {
    * keyrelay rewrites it to its own address (docs/pricing.md, "Batches").
    */
   resultsUrlField?: string;
+  /**
+   * What a batch creation runs, for model lists: the model each of its requests names (Anthropic: the
+   * requests are in the body), or the input file they are in (OpenAI; null when the body names none).
+   */
+  creation(body: Record<string, unknown>): { models: (string | null)[] } | { inputFile: string | null };
+  /** The model one line of a batch input file runs (OpenAI `body.model`), or null. */
+  inputLineModel?(line: Record<string, unknown>): string | null;
+  /**
+   * Uploads of files (OpenAI `POST /v1/files`): `model` is not among their fields, so one sent is a decoy;
+   * `isInput`: the fields say the file is a batch's input, whose lines name the models it will run.
+   */
+  uploads?: { path: RegExp; isInput(fields: Record<string, string>): boolean };
+  /** The upstream path of a file's content, from which a batch's input file is read. */
+  fileContentPath?(fileId: string): string;
 }
 
-export interface ProviderModule {
-  id: Provider;
+/** `Id`: the provider's id, a literal in each module (`ProviderModule<'openai'>`); the registry's keys are these. */
+export interface ProviderModule<Id extends string = string> {
+  id: Id;
   /** The route segment: /api/proxy/<route>/… */
   route: string;
-  /** genai-prices' provider id for this provider's models. */
+  /** The OpenTelemetry GenAI `gen_ai.provider.name` value for this provider (its well-known value). */
+  genAiName: string;
+  /** genai-prices' provider id for this provider's models ('': whichever provider the library finds the model under). */
   priceProviderId: string;
+  /** Where the library may know a model it has no price for under priceProviderId (OpenRouter's vendor/model). */
+  priceAs?: (model: string) => { priceProviderId: string; model: string } | null;
+  /**
+   * Tool fees (Usage.tool_uses) the provider documents as billing nothing beyond tokens, with the page that
+   * says so: counted on the row, never reported as a missing price.
+   */
+  freeToolFees: FreeToolFees;
   /** Headers that carry the caller's provider credential, in order of precedence (fingerprinted, never logged). */
   credentialHeaders: readonly string[];
   endpoints: readonly EndpointRow[];
   /** The end user a request body names (OpenAI `user`, Anthropic `metadata.user_id`), or null. */
-  endUser(body: Record<string, unknown>): string | null;
+  endUser: (body: Record<string, unknown>) => string | null;
+  /**
+   * The session a client names by itself, without keyrelay's headers (Claude Code's session header and
+   * `metadata.user_id`, Codex's `session_id` header), or null. `header` reads one request header by its
+   * lower-case name; `body` is the parsed JSON body, if any.
+   */
+  clientSession: (
+    header: (name: string) => string | null,
+    body: Record<string, unknown> | null,
+  ) => string | null;
+  /**
+   * The rate limits a response's headers report for the credential that made the call (OpenAI
+   * `x-ratelimit-*`, Anthropic `anthropic-ratelimit-*`): one entry per limit named, empty when none.
+   */
+  rateLimits(headers: Readonly<Record<string, string>>): RateLimit[];
   /** keyrelay's own error as a body in the provider's error shape, so SDKs raise their usual exception. */
   errorBody(err: ProxyError): string;
   socket: SocketEvents | null;
   batches?: BatchSupport;
+}
+
+/** One rate limit a provider reported on a response: what it allows, what was left, when it refills. */
+export interface RateLimit {
+  /** What is counted: `requests`, `tokens`, `input_tokens`, `output_tokens`. */
+  name: string;
+  limit: number | null;
+  remaining: number | null;
+  /** As the provider wrote it: a time (Anthropic) or a duration such as `6m0s` (OpenAI). */
+  reset: string | null;
+}
+
+/** Reads `limit`, `remaining` and `reset` for each name from the headers `header(name, part)` names. */
+export function readRateLimits(
+  headers: Readonly<Record<string, string>>,
+  names: readonly string[],
+  header: (name: string, part: 'limit' | 'remaining' | 'reset') => string,
+): RateLimit[] {
+  const num = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : null);
+  const out: RateLimit[] = [];
+  for (const name of names) {
+    const limit = num(headers[header(name, 'limit')]);
+    const remaining = num(headers[header(name, 'remaining')]);
+    const reset = headers[header(name, 'reset')] ?? null;
+    if (limit !== null || remaining !== null) out.push({ name, limit, remaining, reset });
+  }
+  return out;
 }

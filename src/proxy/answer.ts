@@ -4,11 +4,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { ProxyError, renderProxyError } from '../errors.js';
+import { ProxyError } from '../errors.js';
+import { closeAfterAnswer } from '../http-guard.js';
 import type { Outcome } from '../types.js';
 import { observeRow } from '../metrics.js';
+import { logRefusal, refusalBody, refusalHeaders } from './admission.js';
 import type { ProxyServices } from './context.js';
-import { toLogRow, type Exchange } from './exchange.js';
+import { toLogRow, unfiledCall, type Exchange } from './exchange.js';
 
 /** keyrelay's own refusal, in the provider's error shape; logged when the key is known. */
 export function refuse(
@@ -23,31 +25,14 @@ export function refuse(
   ex.errorCode = err.code;
   ex.errorMessage = err.message;
   if (!res.headersSent && !res.destroyed) {
-    const body = renderProxyError(ex.provider, err);
-    const headers: Record<string, string | number> = {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-      'x-keyrelay-error': err.code,
-      'x-keyrelay-request-id': ex.id,
-      'x-content-type-options': 'nosniff',
-    };
-    if (err.retryAfterSeconds !== undefined) headers['retry-after'] = err.retryAfterSeconds;
-    // An unread body (413, refused before reading) would be taken for the next request on this connection.
-    if (!req.complete) headers.connection = 'close';
+    const body = refusalBody(ex, err);
+    const headers = refusalHeaders(err, ex.id, body);
+    // An unread body (413, refused before reading) would be taken for the next request on this connection:
+    // the connection ends after the answer, with the body read and discarded meanwhile (http-guard.ts).
+    if (!req.complete) closeAfterAnswer(req, res);
     res.writeHead(err.status, headers).end(body);
   }
-  if (
-    err.code === 'proxy_body_too_large' ||
-    err.code === 'proxy_bad_request' ||
-    err.code.startsWith('proxy_key')
-  ) {
-    s.log.info({ reqId: ex.id, code: err.code, provider: ex.provider }, 'proxy request refused');
-  } else if (outcome !== 'refused') {
-    s.log.warn(
-      { reqId: ex.id, code: err.code, provider: ex.provider, detail: err.message },
-      'upstream failure',
-    );
-  }
+  logRefusal(s, ex, err, outcome);
   finish(s, ex, req, res, outcome);
 }
 
@@ -86,9 +71,14 @@ export function finish(
   ex.outcome = outcome;
   const endedAt = performance.now();
   if (outcome === 'client_aborted' && !res.headersSent) ex.status = 0;
-  if (!ex.key || !ex.provider) return; // nothing to attribute the row to
+  if (!ex.key || !ex.provider) {
+    // Nothing to attribute a row to; a trace still shows the refusal.
+    s.telemetry?.observe(unfiledCall(ex, req, endedAt), req.headers, ex.info?.model ?? null);
+    return;
+  }
   const row = toLogRow(ex, req, s, endedAt);
   observeRow(s.metrics, row);
   s.record(row);
   s.limits.settle(ex.hold, row); // every ending comes here: releases what the request held (docs/limits.md)
+  s.telemetry?.observe(row, req.headers, ex.info?.model ?? null, ex.usage?.finish_reasons);
 }

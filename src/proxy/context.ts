@@ -12,6 +12,7 @@ import type { Limits } from '../limits/limiter.js';
 import type { BatchStore } from '../store/batch-types.js';
 import type { RequestLogRow } from '../types.js';
 import type { Metrics } from '../metrics.js';
+import type { Telemetry } from '../telemetry/index.js';
 import type { RowSettings } from './exchange.js';
 
 export interface ProxyServices extends RowSettings {
@@ -22,6 +23,8 @@ export interface ProxyServices extends RowSettings {
   record: (row: RequestLogRow) => void;
   limits: Limits;
   metrics: Metrics;
+  /** OpenTelemetry spans and metrics of each ended call; null: export is off. */
+  telemetry: Telemetry | null;
   log: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** The shared upstream connection pool (proxy/agent.ts). */
   dispatcher: Dispatcher;

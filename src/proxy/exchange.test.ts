@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { KeyRecord } from '../store/types.js';
-import { parseRequestInfo } from '../usage/request-info.js';
+import { parseRequestInfo } from '../metering/index.js';
 import { newExchange, toLogRow, type RowSettings } from './exchange.js';
 
 function row(body: Buffer, bodyLogBytes: number) {

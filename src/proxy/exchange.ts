@@ -7,9 +7,11 @@ import type { Config } from '../config.js';
 import type { Outcome, Provider, RequestLogRow } from '../types.js';
 import type { Hold } from '../limits/limiter.js';
 import type { KeyRecord } from '../store/types.js';
-import type { RequestInfo, Usage } from '../usage/types.js';
+import type { Usage } from '../usage/index.js';
 import { providerCredential } from '../providers/index.js';
-import { priceRow } from '../usage/price-row.js';
+import { priceRow, type RequestInfo } from '../metering/index.js';
+import type { CallRecord } from '../telemetry/index.js';
+import { endUserOf, propertiesOf, sessionOf } from './attribution.js';
 import { redactHeaders } from './headers.js';
 import { redactPathQuery } from './redact.js';
 
@@ -39,7 +41,7 @@ export interface Exchange {
   responseBody: Readonly<{ text: string | null; truncated: boolean; searchText?: string | null }>;
   /** Its row was built (or building it began): an exchange is recorded once, even if recording fails. */
   finished: boolean;
-  /** What the key's limits hold for this request (issue #13): settled with its row, whatever its ending. */
+  /** What the key's limits hold for this request: settled with its row, whatever its ending. */
   hold: Hold | null;
   /** The handler's promise, in the shutdown's `active` set until the row is queued. */
   running: Promise<void> | null;
@@ -97,17 +99,6 @@ const EMPTY_USAGE: Usage = {
 function header(req: IncomingMessage, name: string): string | null {
   const v = req.headers[name];
   return typeof v === 'string' && v !== '' ? v.slice(0, 256) : null;
-}
-
-function properties(req: IncomingMessage): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of Object.keys(req.headers)) {
-    const value = req.headers[name];
-    if (name.startsWith('proxy-property-') && typeof value === 'string') {
-      out[name.slice('proxy-property-'.length).slice(0, 64)] = value.slice(0, 256);
-    }
-  }
-  return out;
 }
 
 function clientIp(req: IncomingMessage, trustProxy: boolean, socketAddress: string | null): string | null {
@@ -190,6 +181,7 @@ export function toLogRow(
     created_at: ex.createdAt,
     key_id: ex.key!.id,
     account_id: ex.key!.account_id,
+    org_id: ex.key!.org_id,
     provider: ex.provider!,
     method: req.method ?? 'GET',
     path: redactPathQuery(ex.path).slice(0, 2048),
@@ -206,11 +198,12 @@ export function toLogRow(
     output_tokens: usage.output_tokens,
     reasoning_tokens: usage.reasoning_tokens,
     usage_source: usage.source,
+    tool_uses: usage.tool_uses ?? null,
     cost_usd: priced?.cost_usd ?? null,
     price_source: priced?.price_source ?? null,
-    end_user: header(req, 'proxy-user') ?? ex.info?.end_user ?? null,
-    session: header(req, 'proxy-session'),
-    properties: properties(req),
+    end_user: endUserOf(req.headers, ex.info),
+    session: sessionOf(req.headers, ex.provider, ex.info?.json),
+    properties: propertiesOf(req.headers),
     request_bytes: ex.requestBody?.length ?? 0,
     response_bytes: ex.responseBytes,
     request_headers: redactHeaders(req.headers),
@@ -224,5 +217,42 @@ export function toLogRow(
     user_agent: header(req, 'user-agent'),
     credential_fingerprint: credential ? ctx.fingerprint(credential) : null,
     error_message: ex.errorMessage,
+  };
+}
+
+/**
+ * What telemetry sees of an exchange that has no row (refused before a key or provider was known): an HTTP
+ * request's, or a WebSocket handshake's.
+ */
+export function unfiledCall(
+  ex: Pick<
+    Exchange,
+    'id' | 'createdAt' | 'provider' | 'path' | 'status' | 'outcome' | 'errorCode' | 'startedAt'
+  >,
+  req: IncomingMessage,
+  endedAt: number,
+): CallRecord {
+  return {
+    id: ex.id,
+    created_at: ex.createdAt,
+    provider: ex.provider,
+    key_id: null,
+    account_id: null,
+    path: redactPathQuery(ex.path),
+    method: req.method ?? 'GET',
+    model: null,
+    stream: false,
+    status: ex.status,
+    outcome: ex.outcome,
+    error_code: ex.errorCode,
+    latency_ms: endedAt - ex.startedAt,
+    input_tokens: null,
+    cache_read_tokens: null,
+    cache_write_tokens: null,
+    output_tokens: null,
+    usage_source: 'none',
+    cost_usd: null,
+    end_user: null,
+    session: null,
   };
 }

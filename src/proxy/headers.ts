@@ -18,7 +18,10 @@ const HOP_BY_HOP = new Set([
   'proxy-authorization',
 ]);
 
-/** Request headers never forwarded (besides hop-by-hop, `proxy-*`/`proxy_*` and those named in Connection). */
+/**
+ * Request headers never forwarded (besides hop-by-hop, `proxy-*`/`proxy_*`, `helicone-*` and those named in
+ * Connection).
+ */
 const REQUEST_DROP = new Set([
   'host',
   'cookie',
@@ -31,7 +34,7 @@ const REQUEST_DROP = new Set([
 const RESPONSE_DROP = new Set(['set-cookie', 'alt-svc']);
 
 /** Headers that may appear at most once; a second copy is ambiguous about who is calling and is refused. */
-const SINGLETONS = ['proxy-api-key', 'authorization', 'x-api-key', 'host'] as const;
+const SINGLETONS = ['proxy-api-key', 'authorization', 'x-api-key', 'api-key', 'host'] as const;
 
 const NO_TOKENS: readonly string[] = [];
 
@@ -76,6 +79,8 @@ export function forwardRequestHeaders(
       lower.startsWith('proxy-') ||
       // Same meaning to anyone who maps `_` to `-` (CGI, some proxies): never forwarded either.
       lower.startsWith('proxy_') ||
+      // Helicone's attribution and gateway headers: meant for a Helicone gateway, never for the provider.
+      lower.startsWith('helicone-') ||
       lower.startsWith('x-forwarded-') ||
       named.includes(lower)
     ) {

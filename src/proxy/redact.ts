@@ -87,7 +87,20 @@ export function redactValue(value: string): string {
     : out.replace(LONG_RUN, (run) => (entropy(run) > HIGH_ENTROPY ? REDACTED : run));
 }
 
-/** A path with its query string redacted by parameter name and by value; the path itself is kept. */
+/** A query string part, percent-decoded as a server would read it (the raw text when it is not valid). */
+function decodeQueryPart(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '));
+  } catch {
+    return part;
+  }
+}
+
+/**
+ * A path with its query string redacted by parameter name and by value; the path itself is kept. Every
+ * item is judged by its look, a bare one (`?sk-…`, no `=`) and a name as much as a value: callers put keys
+ * wherever their client lets them.
+ */
 export function redactPathQuery(pathAndQuery: string): string {
   const q = pathAndQuery.indexOf('?');
   if (q === -1) return pathAndQuery;
@@ -96,23 +109,13 @@ export function redactPathQuery(pathAndQuery: string): string {
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
+      const name = eq === -1 ? pair : pair.slice(0, eq);
+      const decoded = decodeQueryPart(name);
+      if (redactValue(decoded) !== decoded) return REDACTED;
       if (eq === -1) return pair;
-      const name = pair.slice(0, eq);
-      let decoded = name;
-      try {
-        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-      } catch {
-        // keep the raw name
-      }
       if (isSecretName(decoded)) return `${name}=${REDACTED}`;
-      let value = pair.slice(eq + 1);
-      try {
-        value = decodeURIComponent(value.replace(/\+/g, ' '));
-      } catch {
-        // judge the raw value
-      }
-      const redacted = redactValue(value);
-      return redacted === value ? pair : `${name}=${REDACTED}`;
+      const value = decodeQueryPart(pair.slice(eq + 1));
+      return redactValue(value) === value ? pair : `${name}=${REDACTED}`;
     });
   return `${pathAndQuery.slice(0, q)}?${params.join('&')}`;
 }

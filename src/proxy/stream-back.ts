@@ -6,12 +6,12 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Transform } from 'node:stream';
-import { PROVIDERS } from '../providers/index.js';
+import { providerModule } from '../providers/index.js';
 import { resultsUrlRewriter } from '../providers/results-url.js';
 import type { Outcome } from '../types.js';
+import { createResponseTap } from '../metering/index.js';
 import {
   createIdentityUsageStripper,
-  createResponseTap,
   createUsageStripper,
   isCompressed,
   isDecodableEncoding,
@@ -24,6 +24,17 @@ import { midResponseFailure, type Exchange } from './exchange.js';
 import type { CallerWatch, ResponseSink } from './forward.js';
 import { filterResponseHeaders } from './headers.js';
 import { classifyUpstreamError } from './upstream-errors.js';
+
+/**
+ * Largest SSE event (or batch-results line) held whole, for usage or the stream-usage rewrite: far above a
+ * text delta, above a streamed image's base64; bigger ones are read by head and tail and passed on as-is.
+ */
+export const SSE_EVENT_BYTES = 2 * 1024 * 1024;
+/**
+ * Decoded bytes of a compressed response read for usage; a decompression bomb stops here (then usage is
+ * estimated). Decoding is synchronous (~100 ms for 32 MiB of brotli): every other request waits that long.
+ */
+export const USAGE_DECODE_BYTES = 32 * 1024 * 1024;
 
 /**
  * The caller's side of one upstream answer: its head, each body piece through the tap, and at the end the
@@ -60,7 +71,7 @@ export class StreamBack implements ResponseSink {
       contentType.startsWith('text/event-stream') &&
       (encoding === undefined || (typeof encoding === 'string' && isDecodableEncoding(encoding)))
     ) {
-      const opts = { maxEventBytes: s.config.sseEventBytes };
+      const opts = { maxEventBytes: s.config.sseEventBytes ?? SSE_EVENT_BYTES };
       through = isCompressed(encoding)
         ? createUsageStripper(encoding, opts)
         : createIdentityUsageStripper(opts, (piece) => {
@@ -74,7 +85,7 @@ export class StreamBack implements ResponseSink {
     const method = res.req.method ?? 'GET';
     const path = ex.info!.path;
     this.batch = batchObserver(
-      { batches: s.batches, log: s.log, maxLineBytes: s.config.sseEventBytes },
+      { batches: s.batches, log: s.log, maxLineBytes: s.config.sseEventBytes ?? SSE_EVENT_BYTES },
       provider,
       method,
       path,
@@ -87,7 +98,7 @@ export class StreamBack implements ResponseSink {
       statusCode,
       contentType,
       typeof encoding === 'string' ? encoding : undefined,
-      `${s.config.publicUrl}/api/proxy/${PROVIDERS[provider].route}`,
+      `${s.config.publicUrl}/api/proxy/${providerModule(provider).route}`,
     );
     if (rewriter) {
       through = rewriter;
@@ -102,8 +113,8 @@ export class StreamBack implements ResponseSink {
       { status: statusCode, headers: upstreamHeaders },
       {
         bodyLogBytes: ex.logBodies ? s.config.bodyLogBytes : 0,
-        maxDecodedBytes: s.config.usageDecodeBytes,
-        maxEventBytes: s.config.sseEventBytes,
+        maxDecodedBytes: USAGE_DECODE_BYTES,
+        maxEventBytes: s.config.sseEventBytes ?? SSE_EVENT_BYTES,
         observer: this.batch,
       },
     );
@@ -161,6 +172,7 @@ export class StreamBack implements ResponseSink {
     }
     if (ex.ttfbMs === null) ex.ttfbMs = performance.now() - ex.startedAt;
     const tap = this.tap!;
+    await tap.drained();
     ex.usage = tap.finish(cut === null);
     if (this.batch) await this.batch.settle(ex, cut === null);
     ex.responseBody = tap.body();

@@ -1,7 +1,8 @@
 /**
- * Batches (issue #13): each batch keyrelay has seen, against the key it was created (or first seen) with,
- * and the one-time record of its results' cost. Part of the LogStore: it lives beside the request rows whose
- * spend it feeds.
+ * Batches: each batch keyrelay has seen, against the key it was created (or first seen) with,
+ * and the one-time record of its results' cost. Each account has its own ledger: a batch id is the
+ * provider's, and keys of two accounts may reach the same provider organization. Part of the LogStore: it
+ * lives beside the request rows whose spend it feeds.
  */
 import type { Provider } from '../types.js';
 
@@ -56,13 +57,14 @@ export interface BatchRecord {
 }
 
 export interface BatchStore {
-  /** Records what a batch object said; the first key to show it keeps it. */
+  /** Records what a batch object said in the account's ledger; the account's first key to show it keeps it. */
   upsertBatch: (b: BatchSeen) => Promise<void>;
-  /** The batch whose output file this is (OpenAI), or null. */
-  batchByOutputFile: (provider: Provider, fileId: string) => Promise<BatchRecord | null>;
+  /** The account's batch whose output file this is (OpenAI), or null. */
+  batchByOutputFile: (accountId: string, provider: Provider, fileId: string) => Promise<BatchRecord | null>;
   /**
-   * Records a batch's results cost if none was recorded yet (creating the batch if keyrelay never saw it);
-   * true when this call recorded it. Atomic: of concurrent downloads, on any number of instances, one wins.
+   * Records a batch's results cost in the account's ledger if none was recorded there yet (creating the
+   * batch if the account never showed it); true when this call recorded it. Atomic: of concurrent downloads,
+   * on any number of instances, one wins.
    */
   claimBatchResults: (c: BatchResultsClaim) => Promise<boolean>;
   /** An account's batches, most recently created first. */

@@ -1,12 +1,12 @@
 /** The one place that picks and imports concrete stores: PostgreSQL when a URL is set, else SQLite files. */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_LOG_BATCH_BODY_CHARS, type Config } from '../config.js';
+import type { Config } from '../config.js';
 import { SqliteConfigStore } from './sqlite/config-store.js';
 import { SqliteLogThread } from './sqlite/log-thread.js';
 import { SqliteLogWriter } from './sqlite/log-writer.js';
 import { defaultSqliteDriver, type SqliteDriverName } from './sqlite/driver.js';
-import type { ConfigStore, LogStore } from './types.js';
+import { LOG_BATCH_BODY_CHARS, type ConfigStore, type LogStore } from './types.js';
 
 /** What the write-behind log queue needs: batched inserts, off the event loop where the store is synchronous. */
 export interface LogWriter {
@@ -34,17 +34,7 @@ export interface Stores {
 /** Opens both stores and runs their migrations. */
 export async function openStores(
   config: Pick<Config, 'dataDir' | 'databaseUrl'> &
-    Partial<
-      Pick<
-        Config,
-        | 'logSearch'
-        | 'logWriterIdleMs'
-        | 'logReaderIdleMs'
-        | 'sqliteCacheMb'
-        | 'logBatchBodyChars'
-        | 'bodyLogBytes'
-      >
-    >,
+    Partial<Pick<Config, 'logSearch' | 'logWriterIdleMs' | 'bodyLogBytes'>>,
   /** Told what migrating did that an operator should know of (a search index dropped or rebuilt). */
   notify?: (msg: string) => void,
 ): Promise<Stores> {
@@ -72,16 +62,10 @@ export async function openStores(
     return { configStore, logStore, logWriter, kind: 'postgres', driver: 'pg' };
   }
   mkdirSync(config.dataDir, { recursive: true });
-  const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'), {
-    cacheMb: config.sqliteCacheMb,
-  });
+  const configStore = new SqliteConfigStore(join(config.dataDir, 'keyrelay.db'));
   const logPath = join(config.dataDir, 'requests.db');
   // Queried on a worker thread; the writer has its own (SQLite is synchronous: src/store/sqlite/log-thread.ts).
-  const logStore = new SqliteLogThread(logPath, {
-    ...search,
-    cacheMb: config.sqliteCacheMb,
-    idleMs: config.logReaderIdleMs,
-  });
+  const logStore = new SqliteLogThread(logPath, search);
   await migrateOrClose(configStore, logStore);
   const driver = defaultSqliteDriver();
   return {
@@ -89,12 +73,8 @@ export async function openStores(
     logStore,
     logWriter: new SqliteLogWriter(logPath, {
       idleMs: config.logWriterIdleMs,
-      cacheMb: config.sqliteCacheMb,
-      // A batch stops at logBatchBodyChars, but holds at least one row, whose two bodies may be larger.
-      batchChars: Math.max(
-        config.logBatchBodyChars ?? DEFAULT_LOG_BATCH_BODY_CHARS,
-        2 * (config.bodyLogBytes ?? 0),
-      ),
+      // A batch stops at LOG_BATCH_BODY_CHARS, but holds at least one row, whose two bodies may be larger.
+      batchChars: Math.max(LOG_BATCH_BODY_CHARS, 2 * (config.bodyLogBytes ?? 0)),
     }),
     kind: 'sqlite',
     driver,

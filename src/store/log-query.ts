@@ -4,14 +4,24 @@
  */
 import { idFloor } from '../ids.js';
 import type { RequestLogRow } from '../types.js';
-import { InvalidFilterError } from './errors.js';
-import type { RequestFilter, UsageBreakdownRow, UsagePoint } from './types.js';
+import { domainError } from '../errors.js';
+import type {
+  BreakdownBy,
+  LoggedCostRow,
+  RequestFilter,
+  RequestScope,
+  RequestSort,
+  RequestSummary,
+  UsageBreakdownRow,
+  UsagePoint,
+} from './types.js';
 
 export const LOG_COLUMNS = [
   'id',
   'created_at',
   'key_id',
   'account_id',
+  'org_id',
   'provider',
   'method',
   'path',
@@ -54,6 +64,7 @@ export const LOG_COLUMNS = [
   'ws_close_reason',
   'error_message',
   'response_search_text',
+  'tool_uses',
 ] as const satisfies readonly (keyof RequestLogRow)[];
 
 export type LogColumn = (typeof LOG_COLUMNS)[number];
@@ -70,19 +81,49 @@ export const DETAIL_COLUMNS = LOG_COLUMNS.filter((c) => !SEARCH_ONLY.has(c));
 export const SUMMARY_COLUMNS = DETAIL_COLUMNS.filter((c) => !DETAIL_ONLY.has(c));
 export const BOOL_COLUMNS = ['stream', 'request_body_truncated', 'response_body_truncated'] as const;
 export const JSON_COLUMNS = ['properties', 'request_headers', 'response_headers'] as const;
+/** JSON objects that may be null (stored as SQL NULL). */
+export const NULLABLE_JSON_COLUMNS = ['tool_uses'] as const;
 
 export interface WhereDialect {
   /** Registers a bound value and returns its placeholder. */
   bind(value: string | number): string;
   /** SQL true when properties[name] = value, given the two placeholders. */
   propertyEquals(nameParam: string, valueParam: string): string;
-  /** SQL true when the row's full-text index matches the words (unbound; the dialect binds them). */
-  search(words: string[]): string;
+  /** SQL true when the row has the property at all, given the name's placeholder. */
+  propertyPresent(nameParam: string): string;
+  /**
+   * SQL true when the row's full-text index matches any group, a group when it holds all of its words
+   * (unbound; the dialect binds them).
+   */
+  search(groups: string[][]): string;
 }
+
+/** A search reads at most this many words: enough for any phrase, and a bound on the query it builds. */
+const MAX_SEARCH_WORDS = 16;
 
 /** The words of a search box, as both stores' indexes split text: letters and digits, lower case. */
 export function searchWords(text: string): string[] {
-  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16);
+  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, MAX_SEARCH_WORDS);
+}
+
+/**
+ * A search box's text as alternatives: `OR` (in capitals, between words) separates them, `AND` is what
+ * words do anyway and is dropped; each alternative's words must all match. Operators with no words beside
+ * them (a search for `OR` alone) are taken as words.
+ */
+export function searchGroups(text: string): string[][] {
+  const groups: string[][] = [[]];
+  let words = 0;
+  for (const token of text.split(/\s+/)) {
+    if (token === 'OR') groups.push([]);
+    else if (token !== 'AND') {
+      const found = searchWords(token).slice(0, MAX_SEARCH_WORDS - words);
+      words += found.length;
+      groups[groups.length - 1]!.push(...found);
+    }
+  }
+  const usable = groups.filter((g) => g.length > 0);
+  return usable.length > 0 ? usable : searchWords(text).length > 0 ? [searchWords(text)] : [];
 }
 
 /** The columns search looks in, on both stores, with or without a full-text index. */
@@ -97,8 +138,8 @@ export const SEARCH_COLUMNS = [
 ] as const;
 
 /**
- * Newest rows one page of search reads when the store has no full-text index (KEYRELAY_LOG_SEARCH=false),
- * unless KEYRELAY_LOG_SEARCH_SCAN_ROWS says otherwise: bounds what a search costs the database.
+ * Newest rows one page of search reads when the store has no full-text index (KEYRELAY_LOG_SEARCH=false):
+ * bounds what a search costs the database (a page may come back short, with a cursor to go on).
  */
 export const DEFAULT_SEARCH_SCAN_ROWS = 10_000;
 
@@ -108,26 +149,47 @@ export const DEFAULT_SEARCH_SCAN_ROWS = 10_000;
  * only ASCII letters' case, PostgreSQL's ILIKE all of them. Words are letters and digits only, so none
  * holds a LIKE wildcard.
  */
-export function scanSearchSql(words: string[], bind: (v: string) => string, like: 'LIKE' | 'ILIKE'): string {
-  return words
-    .map((w) => `(${SEARCH_COLUMNS.map((c) => `${c} ${like} ${bind(`%${w}%`)}`).join(' OR ')})`)
-    .join(' AND ');
+export function scanSearchSql(
+  groups: string[][],
+  bind: (v: string) => string,
+  like: 'LIKE' | 'ILIKE',
+): string {
+  const all = (words: string[]) =>
+    words
+      .map((w) => `(${SEARCH_COLUMNS.map((c) => `${c} ${like} ${bind(`%${w}%`)}`).join(' OR ')})`)
+      .join(' AND ');
+  return groups.map((g) => `(${all(g)})`).join(' OR ');
 }
 
-/** Every filter of RequestFilter, ANDed; always scoped to the account. */
+/** The WHERE terms of a scope: its organization, its account, or both; never neither. */
+export function scopeWhere(scope: string | RequestScope, d: Pick<WhereDialect, 'bind'>): string {
+  const s: RequestScope = typeof scope === 'string' ? { account_id: scope } : scope;
+  const parts: string[] = [];
+  if (s.org_id !== undefined) parts.push(`org_id = ${d.bind(s.org_id)}`);
+  if (s.account_id !== undefined) parts.push(`account_id = ${d.bind(s.account_id)}`);
+  if (parts.length === 0) throw new Error('a request read must be scoped to an organization or an account');
+  return parts.join(' AND ');
+}
+
+/** Every filter of RequestFilter, ANDed; always scoped to an organization or an account. */
 export function buildWhere(f: RequestFilter, d: WhereDialect): string {
-  const parts = [`account_id = ${d.bind(f.account_id)}`];
+  const parts = [scopeWhere(f, d)];
   const eq = (column: string, value: string | number | undefined) => {
     if (value !== undefined) parts.push(`${column} = ${d.bind(value)}`);
   };
   eq('key_id', f.key_id);
   eq('provider', f.provider);
   eq('model', f.model);
+  if (f.model_contains !== undefined) {
+    const pattern = `%${f.model_contains.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    parts.push(`LOWER(model) LIKE ${d.bind(pattern)} ESCAPE '\\'`);
+  }
   eq('status', f.status);
   eq('outcome', f.outcome);
   eq('end_user', f.end_user);
   eq('session', f.session);
   eq('connection_id', f.connection_id);
+  eq('credential_fingerprint', f.credential_fingerprint);
   if (f.from !== undefined) {
     const from = toFilterTime(f.from);
     parts.push(`id >= ${d.bind(idsFrom(from))}`, `created_at >= ${d.bind(from)}`);
@@ -136,17 +198,19 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
     const to = toFilterTime(f.to);
     parts.push(`id < ${d.bind(idsBefore(to))}`, `created_at < ${d.bind(to)}`);
   }
-  if (f.property) parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));
+  if (f.property?.value === undefined) {
+    if (f.property) parts.push(d.propertyPresent(d.bind(f.property.name)));
+  } else parts.push(d.propertyEquals(d.bind(f.property.name), d.bind(f.property.value)));
   if (f.search !== undefined) {
-    const words = searchWords(f.search);
-    if (words.length > 0) parts.push(d.search(words));
+    const groups = searchGroups(f.search);
+    if (groups.length > 0) parts.push(d.search(groups));
   }
   return parts.join(' AND ');
 }
 
 function toFilterTime(value: string): string {
   const t = Date.parse(value);
-  if (Number.isNaN(t)) throw new InvalidFilterError('invalid_time', `Not an ISO-8601 time: ${value}`);
+  if (Number.isNaN(t)) throw domainError('invalid_time', `Not an ISO-8601 time: ${value}`);
   return new Date(t).toISOString();
 }
 
@@ -183,6 +247,71 @@ export function spendBefore(before: string, now = Date.now()): string {
   return new Date(Math.min(Date.parse(before), now - SPEND_KEEP_MS)).toISOString();
 }
 
+export const NEWEST_FIRST: RequestSort = { by: 'time', dir: 'desc' };
+
+/** Each sort key's value per row; ties are broken by id in the same direction. Only cost can be null. */
+const SORT_VALUE: Record<Exclude<RequestSort['by'], 'time'>, string> = {
+  cost: 'cost_usd',
+  tokens: '(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))',
+  latency: 'latency_ms',
+};
+
+/**
+ * A page's ORDER BY, and the condition for the rows after the cursor: keyset pagination, so a page never
+ * repeats or skips a row while rows are added. Rows without a value (unpriced cost) come last either way.
+ * A sorted cursor carries the last row's value and id; a time cursor its id alone.
+ */
+export function sortSql(
+  sort: RequestSort,
+  cursor: string | null | undefined,
+  bind: (v: string | number) => string,
+): { after: string; order: string } {
+  const dir = sort.dir === 'asc' ? 'ASC' : 'DESC';
+  const op = sort.dir === 'asc' ? '>' : '<';
+  if (sort.by === 'time') {
+    return { after: cursor ? ` AND id ${op} ${bind(decodeCursor(cursor))}` : '', order: `id ${dir}` };
+  }
+  const v = SORT_VALUE[sort.by];
+  const order = `(${v} IS NULL), ${v} ${dir}, id ${dir}`;
+  if (!cursor) return { after: '', order };
+  const [value, id] = decodeSortCursor(cursor);
+  if (value === null) return { after: ` AND ${v} IS NULL AND id ${op} ${bind(id)}`, order };
+  return {
+    after: ` AND (${v} IS NULL OR ${v} ${op} ${bind(value)} OR (${v} = ${bind(value)} AND id ${op} ${bind(id)}))`,
+    order,
+  };
+}
+
+/** The cursor after a page's last row, under its sort. */
+export function pageCursor(sort: RequestSort, last: RequestSummary): string {
+  if (sort.by === 'time') return encodeCursor(last.id);
+  const value =
+    sort.by === 'cost'
+      ? last.cost_usd
+      : sort.by === 'latency'
+        ? last.latency_ms
+        : (last.input_tokens ?? 0) + (last.output_tokens ?? 0);
+  return Buffer.from(JSON.stringify([value, last.id]), 'utf8').toString('base64url');
+}
+
+function decodeSortCursor(cursor: string): [number | null, string] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw domainError('invalid_cursor');
+  }
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 2 ||
+    !(parsed[0] === null || (typeof parsed[0] === 'number' && Number.isFinite(parsed[0]))) ||
+    typeof parsed[1] !== 'string' ||
+    !/^[0-9A-Za-z]{1,64}$/.test(parsed[1])
+  )
+    throw domainError('invalid_cursor');
+  return [parsed[0] as number | null, parsed[1]];
+}
+
 /** The cursor is the last id of the page; base64url keeps it opaque to clients. */
 export function encodeCursor(lastId: string): string {
   return Buffer.from(lastId, 'utf8').toString('base64url');
@@ -190,7 +319,7 @@ export function encodeCursor(lastId: string): string {
 
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9A-Za-z]{1,64}$/.test(id)) throw new InvalidFilterError('invalid_cursor', 'Invalid cursor.');
+  if (!/^[0-9A-Za-z]{1,64}$/.test(id)) throw domainError('invalid_cursor');
   return id;
 }
 
@@ -219,7 +348,31 @@ export const AGGREGATE_SQL = `
   COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
   COALESCE(SUM(cost_usd), 0) AS cost_usd,
   SUM(CASE WHEN cost_usd IS NULL AND (price_source IS NULL OR price_source NOT LIKE 'not billed%')
-    THEN 1 ELSE 0 END) AS unknown_cost_requests`;
+    THEN 1 ELSE 0 END) AS unknown_cost_requests,
+  SUM(CASE WHEN price_source LIKE 'partial:%' THEN 1 ELSE 0 END) AS partial_cost_requests`;
+
+/** loggedCosts' select list, the same on both stores (price_source as in AGGREGATE_SQL). */
+export const LOGGED_COST_SQL = `
+  provider, model, COUNT(*) AS requests,
+  COALESCE(SUM(input_tokens), 0) AS input_tokens,
+  COALESCE(SUM(output_tokens), 0) AS output_tokens,
+  COALESCE(SUM(cost_usd), 0) AS cost_usd,
+  SUM(CASE WHEN price_source LIKE 'unpriced:%' THEN 1 ELSE 0 END) AS unpriced_requests,
+  SUM(CASE WHEN price_source LIKE 'partial:%' THEN 1 ELSE 0 END) AS partial_requests`;
+
+/** A loggedCosts row as either driver reads it (PostgreSQL's sums are text). */
+export function toLoggedCost(r: Record<keyof LoggedCostRow, string | number | null>): LoggedCostRow {
+  return {
+    provider: String(r.provider),
+    model: r.model === null ? null : String(r.model),
+    requests: Number(r.requests),
+    input_tokens: Number(r.input_tokens),
+    output_tokens: Number(r.output_tokens),
+    cost_usd: Number(r.cost_usd),
+    unpriced_requests: Number(r.unpriced_requests),
+    partial_requests: Number(r.partial_requests),
+  };
+}
 
 export type AggregateRow = Record<
   | 'requests'
@@ -228,7 +381,8 @@ export type AggregateRow = Record<
   | 'output_tokens'
   | 'cache_read_tokens'
   | 'cost_usd'
-  | 'unknown_cost_requests',
+  | 'unknown_cost_requests'
+  | 'partial_cost_requests',
   number | string
 >;
 
@@ -246,6 +400,7 @@ export function toUsageNumbers(
     cache_read_tokens: Number(r.cache_read_tokens),
     cost_usd: Number(r.cost_usd),
     unknown_cost_requests: Number(r.unknown_cost_requests),
+    partial_cost_requests: Number(r.partial_cost_requests),
     latency_p50_ms: p50 === null ? null : Number(p50),
     latency_p95_ms: p95 === null ? null : Number(p95),
   };
@@ -253,6 +408,20 @@ export function toUsageNumbers(
 
 /** Rows with no model (e.g. refused before the body was read) are grouped under this label. */
 export const NO_MODEL_GROUP = '';
+
+/**
+ * The SQL a breakdown groups by, on both stores: a column (rows without a value under ''), or a property's
+ * value, which the dialect reads from the row's properties (`propertyValue`, given the bound name).
+ */
+export function groupSql(
+  by: BreakdownBy,
+  bind: (v: string) => string,
+  propertyValue: (name: string) => string,
+): string {
+  if (typeof by === 'object') return `COALESCE(${propertyValue(bind(by.property))}, '')`;
+  if (by === 'key_id' || by === 'provider') return by;
+  return `COALESCE(${by}, '${NO_MODEL_GROUP}')`;
+}
 
 /**
  * Each row encoded for a store's INSERT; a row whose encoding fails on its own (`isRowError`) is counted as

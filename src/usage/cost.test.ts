@@ -1,6 +1,6 @@
 import { calcPrice } from '@pydantic/genai-prices';
 import { describe, expect, it } from 'vitest';
-import { computeCost, PRICE_SOURCE } from './cost.js';
+import { priceUsage, PRICE_SOURCE } from './cost.js';
 import type { Usage } from './types.js';
 
 function usage(partial: Partial<Usage>): Usage {
@@ -16,7 +16,7 @@ function usage(partial: Partial<Usage>): Usage {
   };
 }
 
-describe('computeCost', () => {
+describe('priceUsage', () => {
   const cases: Array<['openai' | 'anthropic', string, Partial<Usage>]> = [
     ['openai', 'gpt-4o', { input_tokens: 1200, cache_read_tokens: 1024, output_tokens: 300 }],
     ['openai', 'gpt-4o-mini', { input_tokens: 5000, output_tokens: 50 }],
@@ -30,7 +30,7 @@ describe('computeCost', () => {
     ],
     [
       'anthropic',
-      'claude-sonnet-4-5',
+      'claude-sonnet-4-6',
       { input_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 5, output_tokens: 42 },
     ],
     [
@@ -54,7 +54,7 @@ describe('computeCost', () => {
         { providerId: provider },
       );
       expect(direct, model).not.toBeNull();
-      const got = computeCost(provider, model, u);
+      const got = priceUsage(provider, model, u);
       expect(got.cost_usd, model).toBeCloseTo(direct!.total_price, 12);
       expect(got.cost_usd, model).toBeGreaterThan(0);
       expect(got.price_source).toBe(PRICE_SOURCE);
@@ -62,8 +62,8 @@ describe('computeCost', () => {
   });
 
   it('charges cached OpenAI tokens at the cache-read rate, inside input_tokens', () => {
-    const plain = computeCost('openai', 'gpt-4o', usage({ input_tokens: 1000, output_tokens: 0 })).cost_usd!;
-    const cached = computeCost(
+    const plain = priceUsage('openai', 'gpt-4o', usage({ input_tokens: 1000, output_tokens: 0 })).cost_usd!;
+    const cached = priceUsage(
       'openai',
       'gpt-4o',
       usage({ input_tokens: 1000, cache_read_tokens: 1000, output_tokens: 0 }),
@@ -73,7 +73,7 @@ describe('computeCost', () => {
 
   it("charges Anthropic's 1-hour cache writes at twice the input rate, 5-minute ones at 1.25 times", () => {
     const price = (partial: Partial<Usage>) =>
-      computeCost('anthropic', 'claude-haiku-4-5', usage({ output_tokens: 0, ...partial })).cost_usd!;
+      priceUsage('anthropic', 'claude-haiku-4-5', usage({ output_tokens: 0, ...partial })).cost_usd!;
     // claude-haiku-4-5: $1 per million input tokens.
     expect(price({ input_tokens: 2000, cache_write_tokens: 2000 })).toBeCloseTo(0.0025, 12);
     expect(price({ input_tokens: 2000, cache_write_tokens: 2000, cache_write_1h_tokens: 2000 })).toBeCloseTo(
@@ -91,33 +91,33 @@ describe('computeCost', () => {
   });
 
   it('returns null, never zero, for unknown models or unknown token counts, saying why', () => {
-    expect(computeCost('openai', 'my-private-finetune-xyz', usage({}))).toEqual({
+    expect(priceUsage('openai', 'my-private-finetune-xyz', usage({}))).toEqual({
       cost_usd: null,
       price_source: `unpriced: ${PRICE_SOURCE} has no price for my-private-finetune-xyz`,
     });
-    expect(computeCost('anthropic', 'claude-private-xyz', usage({})).cost_usd).toBeNull();
-    expect(computeCost('anthropic', null, usage({}))).toEqual({
+    expect(priceUsage('anthropic', 'claude-private-xyz', usage({})).cost_usd).toBeNull();
+    expect(priceUsage('anthropic', null, usage({}))).toEqual({
       cost_usd: null,
       price_source: 'unpriced: no model named',
     });
-    expect(computeCost('openai', 'gpt-4o', usage({ input_tokens: null }))).toEqual({
+    expect(priceUsage('openai', 'gpt-4o', usage({ input_tokens: null }))).toEqual({
       cost_usd: null,
       price_source: 'unpriced: the response reported no usage',
     });
-    expect(computeCost('openai', 'gpt-4o', usage({ input_tokens: 5, cache_read_tokens: 10 }))).toEqual({
+    expect(priceUsage('openai', 'gpt-4o', usage({ input_tokens: 5, cache_read_tokens: 10 }))).toEqual({
       cost_usd: null,
       price_source: 'unpriced: inconsistent token counts',
     });
   });
 });
 
-describe('computeCost: duration and image input', () => {
+describe('priceUsage: duration and image input', () => {
   it('prices seconds of audio at the library’s input_audio_hours rate', () => {
     const rate = (
       calcPrice({ input_tokens: 0, output_tokens: 0 }, 'whisper-1', { providerId: 'openai' })!
         .model_price as Record<string, number>
     ).input_audio_hours!;
-    const got = computeCost(
+    const got = priceUsage(
       'openai',
       'whisper-1',
       usage({ input_tokens: null, output_tokens: null, input_audio_seconds: 90 }),
@@ -126,7 +126,7 @@ describe('computeCost: duration and image input', () => {
     expect(got.price_source).toBe(`${PRICE_SOURCE} input_audio_hours`);
     // A token-priced model has no hourly rate: unpriced, not a guess.
     expect(
-      computeCost(
+      priceUsage(
         'openai',
         'gpt-4o',
         usage({ input_tokens: null, output_tokens: null, input_audio_seconds: 9 }),
@@ -136,18 +136,16 @@ describe('computeCost: duration and image input', () => {
 
   it('prices image input tokens at the image rate, and refuses to guess without one', () => {
     const u = { input_tokens: 100, input_image_tokens: 60, output_tokens: 10 };
-    expect(computeCost('openai', 'gpt-image-1', usage(u)).cost_usd).toBeCloseTo(
+    expect(priceUsage('openai', 'gpt-image-1', usage(u)).cost_usd).toBeCloseTo(
       calcPrice(u, 'gpt-image-1', { providerId: 'openai' })!.total_price,
       12,
     );
-    expect(computeCost('openai', 'gpt-4o-mini', usage(u)).price_source).toMatch(/has no image price/);
-    expect(
-      computeCost('openai', 'gpt-image-1', usage({ ...u, input_image_tokens: 200 })).cost_usd,
-    ).toBeNull();
+    expect(priceUsage('openai', 'gpt-4o-mini', usage(u)).price_source).toMatch(/has no image price/);
+    expect(priceUsage('openai', 'gpt-image-1', usage({ ...u, input_image_tokens: 200 })).cost_usd).toBeNull();
   });
 });
 
-describe('computeCost: audio tokens (Realtime)', () => {
+describe('priceUsage: audio tokens (Realtime)', () => {
   it('prices audio at its own rate where the library has one', () => {
     const u = usage({
       input_tokens: 1000,
@@ -169,11 +167,11 @@ describe('computeCost: audio tokens (Realtime)', () => {
       'gpt-realtime',
       { providerId: 'openai' },
     )!.total_price;
-    const got = computeCost('openai', 'gpt-realtime', u);
+    const got = priceUsage('openai', 'gpt-realtime', u);
     expect(got.cost_usd).toBeCloseTo(expected, 12);
     // Audio costs more than text: the same tokens counted as text would be cheaper.
     expect(got.cost_usd!).toBeGreaterThan(
-      computeCost(
+      priceUsage(
         'openai',
         'gpt-realtime',
         usage({ ...u, input_audio_tokens: 0, cache_read_audio_tokens: 0, output_audio_tokens: 0 }),
@@ -182,7 +180,7 @@ describe('computeCost: audio tokens (Realtime)', () => {
   });
 
   it('is null, never a text-rate guess, when the model has no audio price', () => {
-    const got = computeCost('openai', 'gpt-4o-mini', usage({ input_audio_tokens: 10 }));
+    const got = priceUsage('openai', 'gpt-4o-mini', usage({ input_audio_tokens: 10 }));
     expect(got).toEqual({
       cost_usd: null,
       price_source: `unpriced: ${PRICE_SOURCE} has no audio price for gpt-4o-mini`,
@@ -190,6 +188,58 @@ describe('computeCost: audio tokens (Realtime)', () => {
   });
 
   it('is null when the audio figures exceed the totals', () => {
-    expect(computeCost('openai', 'gpt-realtime', usage({ output_audio_tokens: 5000 })).cost_usd).toBeNull();
+    expect(priceUsage('openai', 'gpt-realtime', usage({ output_audio_tokens: 5000 })).cost_usd).toBeNull();
+  });
+});
+
+describe('priceUsage with tool fees', () => {
+  const lib = (model: string, providerId: string, u: Record<string, number>) =>
+    calcPrice(u, model, { providerId })!.total_price;
+
+  it('adds the library’s web and file search rates, on flat and on dated (conditional) price entries', () => {
+    for (const model of ['gpt-4o', 'o3']) {
+      const r = priceUsage('openai', model, usage({ tool_uses: { web_searches: 2, storage_searches: 4 } }));
+      expect(r.price_source).toBe(PRICE_SOURCE);
+      expect(r.cost_usd).toBeCloseTo(
+        lib(model, 'openai', {
+          input_tokens: 1000,
+          output_tokens: 200,
+          web_searches: 2,
+          storage_searches: 4,
+        }),
+        15,
+      );
+      expect(r.cost_usd! - priceUsage('openai', model, usage({})).cost_usd!).toBeCloseTo(0.02 + 0.01, 15);
+    }
+  });
+
+  it('is partial, naming the fee, where the model’s entry has no rate for it: the library would ignore it', () => {
+    const r = priceUsage('openai', 'gpt-4o-search-preview', usage({ tool_uses: { web_searches: 1 } }));
+    expect(r.price_source).toBe(
+      `partial: ${PRICE_SOURCE} has no price for web_searches ×1 on gpt-4o-search-preview; the cost leaves them out`,
+    );
+    expect(r.cost_usd).toBeCloseTo(
+      lib('gpt-4o-search-preview', 'openai', { input_tokens: 1000, output_tokens: 200 }),
+      15,
+    );
+  });
+
+  it('is partial for a fee the library has no unit for, and skips fees the provider documents as free', () => {
+    const u = usage({ tool_uses: { image_generations: 1, web_fetches: 2 } });
+    expect(priceUsage('anthropic', 'claude-sonnet-4-5', u, { web_fetches: 'doc' }).price_source).toMatch(
+      /^partial: .* no price for image_generations ×1 on claude-sonnet-4-5/,
+    );
+    const free = priceUsage('anthropic', 'claude-sonnet-4-5', usage({ tool_uses: { web_fetches: 2 } }), {
+      web_fetches: 'doc',
+    });
+    expect(free.price_source).toBe(PRICE_SOURCE);
+  });
+
+  it('stays unpriced when the tokens cannot be priced, whatever the fees', () => {
+    const r = priceUsage('openai', 'no-such-model', usage({ tool_uses: { web_searches: 1 } }));
+    expect(r).toEqual({
+      cost_usd: null,
+      price_source: `unpriced: ${PRICE_SOURCE} has no price for no-such-model`,
+    });
   });
 });

@@ -4,8 +4,6 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as GenaiPrices from '@pydantic/genai-prices';
 import type { Provider as PriceProvider } from '@pydantic/genai-prices';
-import type { Provider } from '../types.js';
-import { PROVIDERS } from '../providers/index.js';
 import { flatPlan, flatPrice, type FlatPlan } from './flat-price.js';
 import type { Usage } from './types.js';
 
@@ -31,7 +29,7 @@ function readLibraryVersion(): string {
 export const PRICE_SOURCE = `genai-prices@${readLibraryVersion()}`;
 
 /**
- * Per (provider, model): the library's provider entry cut down to the one matching model, or null when it
+ * Per (price provider, model): the library's provider entry cut down to the one matching model, or null when it
  * knows no such model. Pricing against the cut-down entry skips matching over every model (half the cost
  * of a call); the price data stays the library's. A flat-priced model also gets a plan to price it
  * without the library's per-call copying and validation (flat-price.ts, the same arithmetic). Bounded:
@@ -41,15 +39,13 @@ const matches = new Map<string, { provider: PriceProvider; plan: FlatPlan | null
 const MATCHES_MAX = 1000;
 
 function findPrice(
-  provider: Provider,
+  providerId: string,
   model: string,
 ): { provider: PriceProvider; plan: FlatPlan | null } | null {
-  const key = `${provider}\u0000${model}`;
+  const key = `${providerId}\u0000${model}`;
   const cached = matches.get(key);
   if (cached !== undefined) return cached;
-  const probe = calcPrice({ input_tokens: 0, output_tokens: 0 }, model, {
-    providerId: PROVIDERS[provider].priceProviderId,
-  });
+  const probe = calcPrice({ input_tokens: 0, output_tokens: 0 }, model, { providerId });
   const found = probe
     ? {
         provider: { ...probe.provider, models: [probe.model] },
@@ -62,8 +58,8 @@ function findPrice(
   return found;
 }
 
-function findPriceProvider(provider: Provider, model: string): PriceProvider | null {
-  return findPrice(provider, model)?.provider ?? null;
+function findPriceProvider(providerId: string, model: string): PriceProvider | null {
+  return findPrice(providerId, model)?.provider ?? null;
 }
 
 /** How a cost was not found, as the row's price_source says it: shown as "unpriced", never as $0. */
@@ -71,17 +67,98 @@ export function unpriced(reason: string): { cost_usd: null; price_source: string
   return { cost_usd: null, price_source: `unpriced: ${reason}` };
 }
 
-export function computeCost(
-  provider: Provider,
+/**
+ * Tool fees the library prices, by its usage key, with the price key that holds the rate. A model whose
+ * entry lacks the rate leaves the fee out of the library's total without a word: checked after pricing.
+ */
+const LIBRARY_TOOL_PRICES: Readonly<Record<string, string>> = {
+  web_searches: 'web_searches_kcount',
+  storage_searches: 'storage_searches_kcount',
+};
+
+/** Rows whose cost leaves out a fee the library cannot price start their price_source with this. */
+export const PARTIAL = 'partial';
+
+/** The fees a partial price_source names, with their counts ([] for any other price_source). */
+export function missingFees(priceSource: string): Array<[string, number]> {
+  if (!priceSource.startsWith(`${PARTIAL}: `)) return [];
+  const list = / has no price for (.+?) on /.exec(priceSource)?.[1] ?? '';
+  return list.split(', ').flatMap((part) => {
+    const m = /^(\S+) ×(\d+)$/.exec(part);
+    return m ? [[m[1]!, Number(m[2])] as [string, number]] : [];
+  });
+}
+
+/** A provider's tool fees it documents as free (fee → where it says so): counted, never "missing". */
+export type FreeToolFees = Readonly<Record<string, string>>;
+
+/**
+ * `providerId`: genai-prices' id of the provider whose models these are (ProviderModule.priceProviderId).
+ * A tool fee the library has no rate for makes the cost partial: the rest is priced and price_source names
+ * each missing fee with its count, so it is never read as the whole bill.
+ */
+export function priceUsage(
+  providerId: string,
   model: string | null,
   usage: Usage,
+  freeFees: FreeToolFees = {},
 ): { cost_usd: number | null; price_source: string | null } {
   if (!model) return unpriced('no model named');
   if (usage.input_tokens === null && usage.input_audio_seconds !== undefined)
-    return durationCost(provider, model, usage.input_audio_seconds);
-  if (usage.input_tokens === null || usage.output_tokens === null)
-    return unpriced('the response reported no usage');
-  // The library wants input_tokens as the total (uncached + cache reads + cache writes), like our Usage.
+    return durationCost(providerId, model, usage.input_audio_seconds);
+  const lib = libraryUsage(usage, freeFees);
+  if (typeof lib === 'string') return unpriced(lib);
+  const { priced, audio, image, libraryFees } = lib;
+  const missing = lib.missing.map(([fee, count]) => `${fee} ×${count}`);
+  try {
+    const found = findPrice(providerId, model);
+    if (!found) return unpriced(`${PRICE_SOURCE} has no price for ${model}`);
+    const priceProvider = found.provider;
+    // Audio or image tokens priced at the text rate would be wrong by ~10x: without their price, no cost.
+    if (audio && !hasPrices(priceProvider, audio))
+      return unpriced(`${PRICE_SOURCE} has no audio price for ${model}`);
+    if (image > 0 && !hasPrices(priceProvider, { input_image_tokens: image }))
+      return unpriced(`${PRICE_SOURCE} has no image price for ${model}`);
+    const flat = found.plan ? flatPrice(found.plan, priced) : undefined;
+    let total: number;
+    let applied: Record<string, unknown> | undefined;
+    if (flat !== undefined) {
+      total = flat;
+      applied = priceEntry(priceProvider);
+    } else {
+      const result = calcPrice(priced, model, { provider: priceProvider });
+      if (!result) return unpriced(`${PRICE_SOURCE} has no price for ${model}`);
+      total = result.total_price;
+      applied = result.model_price;
+    }
+    for (const fee of libraryFees)
+      if (applied?.[LIBRARY_TOOL_PRICES[fee]!] == null) missing.push(`${fee} ×${priced[fee]}`);
+    if (missing.length === 0) return { cost_usd: total, price_source: PRICE_SOURCE };
+    return {
+      cost_usd: total,
+      price_source: `${PARTIAL}: ${PRICE_SOURCE} has no price for ${missing.sort().join(', ')} on ${model}; the cost leaves them out`,
+    };
+  } catch {
+    return unpriced('the price data could not be read'); // malformed price data must not fail a request
+  }
+}
+
+export interface LibraryUsage {
+  /** The library's usage keys: input_tokens the total (uncached + cache reads + cache writes), like our Usage. */
+  priced: Record<string, number>;
+  audio: AudioPriced | null;
+  image: number;
+  /** Tool fees handed to the library (its units): priced only where the model's entry has the rate. */
+  libraryFees: string[];
+  /** Tool fees the library has no unit for, with their counts. */
+  missing: Array<[string, number]>;
+  /** Tool fees the provider documents as free, with their counts. */
+  free: Array<[string, number]>;
+}
+
+/** A usage in the library's terms, or why it cannot be priced. */
+export function libraryUsage(usage: Usage, freeFees: FreeToolFees): LibraryUsage | string {
+  if (usage.input_tokens === null || usage.output_tokens === null) return 'the response reported no usage';
   const priced: Record<string, number> = {
     input_tokens: usage.input_tokens,
     output_tokens: usage.output_tokens,
@@ -92,31 +169,29 @@ export function computeCost(
   if (cacheWrite > 0) priced.cache_write_tokens = cacheWrite;
   // The library prices this subset at the model's 1-hour write rate, the rest of the writes at the 5-minute one.
   if ((usage.cache_write_1h_tokens ?? 0) > 0) priced.cache_write_1h_tokens = usage.cache_write_1h_tokens!;
-  if (cacheRead + cacheWrite > usage.input_tokens) return unpriced('inconsistent token counts');
+  if (cacheRead + cacheWrite > usage.input_tokens) return 'inconsistent token counts';
   const audio = audioUsage(usage);
-  if (audio === undefined) return unpriced('inconsistent token counts');
+  if (audio === undefined) return 'inconsistent token counts';
   Object.assign(priced, audio);
   const image = usage.input_image_tokens ?? 0;
-  if (image > usage.input_tokens) return unpriced('inconsistent token counts');
+  if (image > usage.input_tokens) return 'inconsistent token counts';
   if (image > 0) priced.input_image_tokens = image;
-  try {
-    const found = findPrice(provider, model);
-    if (!found) return unpriced(`${PRICE_SOURCE} has no price for ${model}`);
-    const priceProvider = found.provider;
-    // Audio or image tokens priced at the text rate would be wrong by ~10x: without their price, no cost.
-    if (audio && !hasPrices(priceProvider, audio))
-      return unpriced(`${PRICE_SOURCE} has no audio price for ${model}`);
-    if (image > 0 && !hasPrices(priceProvider, { input_image_tokens: image }))
-      return unpriced(`${PRICE_SOURCE} has no image price for ${model}`);
-    const flat = found.plan ? flatPrice(found.plan, priced) : undefined;
-    if (flat !== undefined) return { cost_usd: flat, price_source: PRICE_SOURCE };
-    const result = calcPrice(priced, model, { provider: priceProvider });
-    return result
-      ? { cost_usd: result.total_price, price_source: PRICE_SOURCE }
-      : unpriced(`${PRICE_SOURCE} has no price for ${model}`);
-  } catch {
-    return unpriced('the price data could not be read'); // malformed price data must not fail a request
+  const out: LibraryUsage = { priced, audio, image, libraryFees: [], missing: [], free: [] };
+  for (const [fee, count] of Object.entries(usage.tool_uses ?? {})) {
+    if (!count || count <= 0) continue;
+    if (freeFees[fee] !== undefined) out.free.push([fee, count]);
+    else if (LIBRARY_TOOL_PRICES[fee] === undefined) out.missing.push([fee, count]);
+    else {
+      priced[fee] = count;
+      out.libraryFees.push(fee);
+    }
   }
+  return out;
+}
+
+/** The price key of a library tool fee (`web_searches` → `web_searches_kcount`). */
+export function libraryToolPriceKey(fee: string): string | undefined {
+  return LIBRARY_TOOL_PRICES[fee];
 }
 
 /**
@@ -124,12 +199,12 @@ export function computeCost(
  * (`input_audio_hours`) but its calculation does not apply it, so the rate is read from its data here.
  */
 function durationCost(
-  provider: Provider,
+  providerId: string,
   model: string,
   seconds: number,
 ): { cost_usd: number | null; price_source: string } {
   try {
-    const priceProvider = findPriceProvider(provider, model);
+    const priceProvider = findPriceProvider(providerId, model);
     const rate = priceEntry(priceProvider)?.input_audio_hours;
     if (typeof rate !== 'number') return unpriced(`${PRICE_SOURCE} has no per-hour audio price for ${model}`);
     return { cost_usd: (seconds / 3600) * rate, price_source: `${PRICE_SOURCE} input_audio_hours` };
@@ -183,29 +258,39 @@ function hasPrices(provider: PriceProvider, fields: Record<string, number>): boo
  * A batch line's cost: the library's batch price for the model where it has one (a `<model>:batch` entry),
  * else the standard price times the provider's documented batch discount, said in price_source.
  */
-export function computeBatchCost(
-  provider: Provider,
+export function priceBatchUsage(
+  providerId: string,
   model: string | null,
   usage: Usage,
   discount: { factor: number; documented: string },
+  freeFees: FreeToolFees = {},
 ): { cost_usd: number | null; price_source: string | null } {
   if (model) {
     try {
       const batchModel = `${model}:batch`;
       // A batch entry must be the model's own (`…:batch`), not a looser match of the longer name.
-      const probe = findPriceProvider(provider, batchModel);
+      const probe = findPriceProvider(providerId, batchModel);
       if (probe?.models[0]?.id.endsWith(':batch')) {
-        const priced = computeCost(provider, batchModel, usage);
-        if (priced.cost_usd !== null) return { ...priced, price_source: `${PRICE_SOURCE} batch price` };
+        const priced = priceUsage(providerId, batchModel, usage, freeFees);
+        if (priced.cost_usd !== null)
+          return {
+            ...priced,
+            price_source: priced.price_source?.startsWith(PARTIAL)
+              ? `${priced.price_source}; batch price`
+              : `${PRICE_SOURCE} batch price`,
+          };
       }
     } catch {
       // no batch entry: the discount below
     }
   }
-  const standard = computeCost(provider, model, usage);
+  const standard = priceUsage(providerId, model, usage, freeFees);
   if (standard.cost_usd === null) return standard;
+  const discounted = `× ${discount.factor} batch discount (${discount.documented})`;
   return {
     cost_usd: standard.cost_usd * discount.factor,
-    price_source: `${PRICE_SOURCE} × ${discount.factor} batch discount (${discount.documented})`,
+    price_source: standard.price_source?.startsWith(PARTIAL)
+      ? `${standard.price_source}; ${discounted}`
+      : `${PRICE_SOURCE} ${discounted}`,
   };
 }

@@ -1,258 +1,218 @@
 /**
- * Incremental, synchronous decoding of a response body's `content-encoding`, so the usage tap can parse a
- * compressed stream chunk by chunk and still answer `finish()` at once. node:zlib's public streams are
- * asynchronous (the last chunk would still be in flight at finish), so gzip/deflate/br drive the zlib
- * handle's synchronous write directly, the way node:zlib's own `*Sync` helpers do but without closing
- * after one call. A start-up self-test guards that; if it ever fails (a future Node), we fall back to
- * keeping the compressed bytes and decoding them in one go at the end. zstd uses fzstd (pure JS), since
- * Node 20's zlib has none.
+ * Incremental decoding of a response body's `content-encoding`, so the usage tap can read a compressed body
+ * as it passes. gzip/deflate/br run in node:zlib's streams, on libuv's thread pool: a decompression bomb
+ * costs the event loop one callback per 16 KiB piece, never a long stall. zstd uses fzstd (pure JS, Node 20's
+ * zlib has none), fed in small slices with a turn given back to the loop between batches.
  */
+import { Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import { Decompress as ZstdDecompress } from 'fzstd';
 
 /**
- * Pull-style, so no caller ever holds more than one piece of output: a few hundred compressed bytes can
- * expand to gigabytes (a decompression bomb), and all of a chunk's output at once would be all of that.
+ * Pull-style, so no caller ever holds more than a couple of pieces of output: a few hundred compressed bytes
+ * can expand to gigabytes (a decompression bomb), and all of it at once would be all of that. Decoding waits
+ * while pieces are left unread.
  */
 export interface BodyDecoder {
-  /** The next compressed chunk; read() until null before writing the next one. */
-  write(chunk: Buffer): void;
-  /** The next piece of decoded output (at most 16 KiB from zlib), or null when the input written so far is used up. Throws on corrupt input. */
+  /** The next compressed chunk; `consumed` is called once it is decoded (its output may be waiting to be read). */
+  write(chunk: Buffer, consumed?: () => void): void;
+  /**
+   * The next piece of decoded output (at most 16 KiB from zlib), or null when none is ready yet. Throws on
+   * corrupt input.
+   */
   read(): Buffer | null;
-  /** End of the body: read() then yields whatever is left (a truncated body yields what could be decoded). */
-  end(): void;
+  /** `listener` is called whenever read() may yield a piece (or throw) again. */
+  onReadable(listener: () => void): void;
+  /**
+   * End of the body. Resolves once the rest is decoded (a truncated body yields what could be decoded) and
+   * at most the last pieces wait to be read; rejects on corrupt input.
+   */
+  end(): Promise<void>;
   /** Stops decoding and frees the decoder's memory; read() yields null from now on. */
   close(): void;
 }
 
 type ZlibKind = 'gzip' | 'deflate' | 'deflate-raw' | 'br';
 
-interface ZlibHandle {
-  writeSync(
-    flush: number,
-    input: Buffer,
-    inOff: number,
-    inLen: number,
-    out: Buffer,
-    outOff: number,
-    outLen: number,
-  ): void;
-  onerror: (message: string, errno: number) => void;
-}
-interface ZlibInternals {
-  _handle: ZlibHandle | null;
-  _writeState: Uint32Array;
-  close(): void;
+/** Decoded pieces waiting to be read before the decoder pauses: one being read, one ready. */
+const QUEUED_PIECES = 2;
+
+function createZlibEngine(kind: ZlibKind): Transform {
+  // Flushing (rather than finishing) at the end: a truncated body yields what it holds, not an error.
+  const sync = { finishFlush: zlib.constants.Z_SYNC_FLUSH };
+  if (kind === 'gzip') return zlib.createGunzip(sync);
+  if (kind === 'deflate') return zlib.createInflate(sync);
+  if (kind === 'deflate-raw') return zlib.createInflateRaw(sync);
+  return zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH });
 }
 
-const OUT_CHUNK = 16 * 1024;
-const FALLBACK_MAX_BYTES = 32 * 1024 * 1024;
+/** A BodyDecoder over a decoding stream, created from the body's first bytes (`minHead` of them). */
+class StreamDecoder implements BodyDecoder {
+  private engine: Transform | null = null;
+  private head: Buffer | null = null;
+  private queue: Buffer[] = [];
+  private error: Error | null = null;
+  private listener: (() => void) | null = null;
+  private closed = false;
 
-function createZlibEngine(
-  kind: ZlibKind,
-): zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress {
-  if (kind === 'gzip') return zlib.createGunzip();
-  if (kind === 'deflate') return zlib.createInflate();
-  if (kind === 'deflate-raw') return zlib.createInflateRaw();
-  return zlib.createBrotliDecompress();
-}
+  constructor(
+    private readonly create: (head: Buffer) => Transform,
+    private readonly minHead = 0,
+  ) {}
 
-function flushFlag(kind: ZlibKind): number {
-  return kind === 'br' ? zlib.constants.BROTLI_OPERATION_FLUSH : zlib.constants.Z_SYNC_FLUSH;
-}
-
-/** Sync incremental decoder on the zlib handle; null when the internals are not what we expect. */
-function createHandleDecoder(kind: ZlibKind): BodyDecoder | null {
-  const engine = createZlibEngine(kind) as unknown as ZlibInternals;
-  const handle = engine._handle;
-  const state = engine._writeState;
-  if (!handle || typeof handle.writeSync !== 'function' || !(state instanceof Uint32Array)) {
-    engine.close();
-    return null;
+  write(chunk: Buffer, consumed?: () => void): void {
+    if (this.closed) throw new Error('decoder is closed');
+    if (!this.engine) {
+      this.head = this.head ? Buffer.concat([this.head, chunk]) : chunk;
+      if (this.head.length < this.minHead) return void consumed?.();
+      chunk = this.head;
+      this.head = null;
+      this.start(this.create(chunk));
+    }
+    // On an error `consumed` never comes: read() throws it instead.
+    this.engine!.write(chunk, (err) => {
+      if (!err) consumed?.();
+    });
   }
-  let error: Error | null = null;
-  handle.onerror = (message: string) => {
-    error = new Error(`${kind} decode failed: ${message}`);
-  };
-  const flush = flushFlag(kind);
-  const scratch = Buffer.allocUnsafe(OUT_CHUNK);
-  let closed = false;
-  const close = () => {
-    if (!closed) {
-      closed = true;
-      engine.close();
-    }
-  };
-  let input: Buffer | null = null;
-  let inOff = 0;
-  let availIn = 0;
-  return {
-    write(chunk) {
-      if (closed) throw new Error(`${kind} decoder is closed`);
-      input = input && availIn > 0 ? Buffer.concat([input.subarray(inOff, inOff + availIn), chunk]) : chunk;
-      inOff = 0;
-      availIn = input.length;
-    },
-    read() {
-      if (closed || !input) return null;
-      handle.writeSync(flush, input, inOff, availIn, scratch, 0, OUT_CHUNK);
-      if (error) {
-        close();
-        throw error;
-      }
-      const availOutAfter = state[0] ?? 0;
-      const availInAfter = state[1] ?? 0;
-      const have = OUT_CHUNK - availOutAfter;
-      inOff += availIn - availInAfter;
-      availIn = availInAfter;
-      // Output space left over means zlib consumed all it could; otherwise there is more output to come.
-      if (availOutAfter !== 0) input = null;
-      return have > 0 ? Buffer.from(scratch.subarray(0, have)) : null;
-    },
-    end() {
-      // Everything written has been read: nothing is held back past a sync flush.
-    },
-    close,
-  };
-}
 
-/** Public-API fallback: keep the compressed bytes (bounded) and decode once at the end. */
-function createBufferingDecoder(kind: ZlibKind): BodyDecoder {
-  let parts: Buffer[] = [];
-  let size = 0;
-  let out: Buffer | null = null;
-  return {
-    write(chunk) {
-      if (size + chunk.length > FALLBACK_MAX_BYTES) throw new Error('compressed body too large to decode');
-      parts.push(chunk);
-      size += chunk.length;
-    },
-    read() {
-      const piece = out;
-      out = null;
-      return piece;
-    },
-    end() {
-      const all = Buffer.concat(parts, size);
-      parts = [];
-      const opts = { finishFlush: flushFlag(kind), maxOutputLength: FALLBACK_MAX_BYTES };
-      if (kind === 'gzip') out = zlib.gunzipSync(all, opts);
-      else if (kind === 'deflate') out = zlib.inflateSync(all, opts);
-      else if (kind === 'deflate-raw') out = zlib.inflateRawSync(all, opts);
-      else out = zlib.brotliDecompressSync(all, opts);
-    },
-    close() {
-      parts = [];
-      out = null;
-    },
-  };
-}
+  private start(engine: Transform): void {
+    this.engine = engine;
+    engine.on('data', (piece: Buffer) => {
+      this.queue.push(piece);
+      if (this.queue.length >= QUEUED_PIECES) engine.pause();
+      this.listener?.();
+    });
+    engine.on('error', (err: Error) => {
+      this.error ??= err;
+      this.listener?.();
+    });
+  }
 
-function checkHandleDecoding(): boolean {
-  try {
-    const sample = Buffer.from('keyrelay self-test '.repeat(64));
-    for (const [kind, packed] of [
-      ['gzip', zlib.gzipSync(sample)],
-      ['br', zlib.brotliCompressSync(sample)],
-    ] as const) {
-      const decoder = createHandleDecoder(kind);
-      if (!decoder) return false;
-      const out: Buffer[] = [];
-      for (let i = 0; i < packed.length; i += 7) {
-        decoder.write(packed.subarray(i, i + 7));
-        for (let piece = decoder.read(); piece; piece = decoder.read()) out.push(piece);
-      }
-      decoder.end();
-      decoder.close();
-      if (!Buffer.concat(out).equals(sample)) return false;
-    }
-    return true;
-  } catch {
-    return false;
+  read(): Buffer | null {
+    if (this.error) throw this.error;
+    const piece = this.queue.shift() ?? null;
+    if (this.engine && !this.closed && this.queue.length < QUEUED_PIECES) this.engine.resume();
+    return piece;
+  }
+
+  onReadable(listener: () => void): void {
+    this.listener = listener;
+  }
+
+  end(): Promise<void> {
+    if (!this.engine && this.head && !this.closed) this.start(this.create(this.head));
+    const engine = this.engine;
+    if (this.error) return Promise.reject(this.error);
+    if (!engine || this.closed || engine.readableEnded) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      engine.once('end', resolve);
+      engine.once('close', resolve); // closed (or stopped) before the end: what was read is all there is
+      engine.once('error', reject);
+      engine.end();
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue = [];
+    this.head = null;
+    this.engine?.destroy();
   }
 }
-
-const handleDecodingWorks = checkHandleDecoding();
 
 function createZlibDecoder(kind: ZlibKind): BodyDecoder {
-  return (handleDecodingWorks && createHandleDecoder(kind)) || createBufferingDecoder(kind);
+  return new StreamDecoder(() => createZlibEngine(kind));
 }
 
 /** HTTP `deflate` should be zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send raw deflate. */
 function createDeflateDecoder(): BodyDecoder {
-  let inner: BodyDecoder | null = null;
-  let head: Buffer | null = null;
-  let closed = false;
-  return {
-    write(chunk) {
-      if (inner) return inner.write(chunk);
-      head = head ? Buffer.concat([head, chunk]) : chunk;
-      if (head.length < 2 || closed) return;
-      const b0 = head[0] ?? 0;
-      const b1 = head[1] ?? 0;
-      const zlibWrapped = (b0 & 0x0f) === 8 && (b0 * 256 + b1) % 31 === 0;
-      inner = createZlibDecoder(zlibWrapped ? 'deflate' : 'deflate-raw');
-      inner.write(head);
-      head = null;
-    },
-    read: () => inner?.read() ?? null,
-    end: () => inner?.end(),
-    close() {
-      closed = true;
-      head = null;
-      inner?.close();
-    },
-  };
+  return new StreamDecoder((head) => {
+    const b0 = head[0] ?? 0;
+    const b1 = head[1] ?? 0;
+    const zlibWrapped = (b0 & 0x0f) === 8 && (b0 * 256 + b1) % 31 === 0;
+    return createZlibEngine(zlibWrapped ? 'deflate' : 'deflate-raw');
+  }, 2);
 }
 
 /**
- * fzstd decodes all of what it is given at once; fed in small slices, one read() produces at most the
- * blocks that slice completes (a block decodes to 128 KiB at most; an RLE block takes 4 bytes).
+ * fzstd decodes all of what it is given at once; fed in small slices, one slice produces at most the blocks
+ * it completes (a block decodes to 128 KiB at most; an RLE block takes 4 bytes).
  */
 const ZSTD_SLICE = 64;
+/** Decoded bytes per event-loop turn at most (~1 ms of fzstd), so a zstd bomb never stalls the loop. */
+const ZSTD_TURN_BYTES = 256 * 1024;
+
+/** A zstd decoding stream over fzstd: paced by its reader, a turn given back to the loop between batches. */
+function createZstdEngine(): Transform {
+  let produced = 0;
+  let full = false;
+  let waiting: (() => void) | null = null;
+  const engine = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      let off = 0;
+      const step = () => {
+        if (engine.destroyed) return;
+        let budget = ZSTD_TURN_BYTES;
+        try {
+          while (off < chunk.length) {
+            const slice = chunk.subarray(off, off + ZSTD_SLICE);
+            off += slice.length;
+            produced = 0;
+            full = false;
+            decompress.push(slice);
+            budget -= produced;
+            if (full) return void (waiting = step);
+            if (budget <= 0) return void setImmediate(step);
+          }
+        } catch (err) {
+          return callback(err instanceof Error ? err : new Error(String(err)));
+        }
+        callback();
+      };
+      step();
+    },
+  });
+  const decompress = new ZstdDecompress((data: Uint8Array) => {
+    produced += data.length;
+    // fzstd may reuse its window buffer: copy.
+    if (!engine.push(Buffer.from(data))) full = true;
+  });
+  // Transform reads on only once a chunk is done; mid-chunk, the reader's read resumes the decoding.
+  const transformRead = engine._read.bind(engine);
+  engine._read = (size: number) => {
+    const next = waiting;
+    waiting = null;
+    if (next) next();
+    else transformRead(size);
+  };
+  return engine;
+}
 
 function createZstdDecoder(): BodyDecoder {
-  let out: Buffer[] = [];
-  let input: Buffer | null = null;
-  let closed = false;
-  const decompress = new ZstdDecompress((data: Uint8Array) => {
-    // fzstd may reuse its window buffer: copy.
-    out.push(Buffer.from(data));
-  });
-  return {
-    write(chunk) {
-      input = input ? Buffer.concat([input, chunk]) : chunk;
-    },
-    read() {
-      while (out.length === 0 && input && !closed) {
-        const slice = input.subarray(0, ZSTD_SLICE);
-        input = input.length > ZSTD_SLICE ? input.subarray(ZSTD_SLICE) : null;
-        decompress.push(slice);
-      }
-      return out.shift() ?? null;
-    },
-    end() {},
-    close() {
-      closed = true;
-      input = null;
-      out = [];
-    },
-  };
+  return new StreamDecoder(() => createZstdEngine());
 }
 
 /** The identity "decoder": each chunk read back once as it is. */
 function createIdentityDecoder(): BodyDecoder {
   let pending: Buffer | null = null;
+  let onConsumed: (() => void) | undefined;
   return {
-    write(chunk) {
+    write(chunk, consumed) {
       pending = chunk;
+      onConsumed = consumed;
     },
     read() {
       const piece = pending;
+      const consumed = onConsumed;
       pending = null;
+      onConsumed = undefined;
+      // Later, not now: the writer's next chunk must not overtake this piece.
+      if (consumed) queueMicrotask(consumed);
       return piece;
     },
-    end() {},
+    onReadable() {},
+    end: () => Promise.resolve(),
     close() {
       pending = null;
     },

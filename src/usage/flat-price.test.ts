@@ -1,13 +1,13 @@
 import { calcPrice, findProvider, type ModelInfo, type Provider } from '@pydantic/genai-prices';
 import { describe, expect, it } from 'vitest';
-import { PROVIDERS } from '../providers/index.js';
-import { computeCost } from './cost.js';
+import { providerModule } from '../providers/index.js';
+import { priceUsage } from './cost.js';
 import { flatPlan, flatPrice } from './flat-price.js';
 import type { Usage } from './types.js';
 
 type Priced = Record<string, number>;
 
-/** A spread of the usages computeCost hands the library, and some it refuses (bad splits, overlaps). */
+/** A spread of the usages priceUsage hands the library, and some it refuses (bad splits, overlaps). */
 function usages(): Priced[] {
   const fixed: Priced[] = [
     { input_tokens: 0, output_tokens: 0 },
@@ -37,6 +37,9 @@ function usages(): Priced[] {
     { input_tokens: 10, output_tokens: 5, cache_read_tokens: 20 },
     { input_tokens: 10, output_tokens: 5, output_audio_tokens: 6 },
     { input_tokens: 0.5, output_tokens: 1e-9, cache_read_tokens: 0.25 },
+    // Tool fees (per call), with tokens on both sides of a long-context threshold.
+    { input_tokens: 1000, output_tokens: 200, web_searches: 3 },
+    { input_tokens: 300_000, output_tokens: 200, web_searches: 1, storage_searches: 4 },
   ];
   // Pseudo-random mixes (fixed seed), consistent and not.
   let seed = 42;
@@ -58,6 +61,8 @@ function usages(): Priced[] {
     ]) {
       if (rand(3) === 0) u[key] = 1 + rand(i % 2 ? 200_000 : 20_000);
     }
+    if (rand(4) === 0) u.web_searches = rand(20);
+    if (rand(4) === 0) u.storage_searches = rand(20);
     random.push(u);
   }
   return [...fixed, ...random];
@@ -86,7 +91,7 @@ describe('flatPrice', () => {
     let direct = 0;
     let library_ = 0;
     for (const provider of ['openai', 'anthropic'] as const) {
-      const providerId = PROVIDERS[provider].priceProviderId;
+      const providerId = providerModule(provider).priceProviderId;
       const entry = findProvider({ providerId })!;
       for (const model of entry.models) {
         const plan = flatPlan(model);
@@ -122,10 +127,10 @@ describe('flatPrice', () => {
   });
 });
 
-describe('computeCost with the flat path', () => {
+describe('priceUsage with the flat path', () => {
   it('gives calcPrice’s number for every model and a spread of usages, null where it has none', () => {
     for (const provider of ['openai', 'anthropic'] as const) {
-      const providerId = PROVIDERS[provider].priceProviderId;
+      const providerId = providerModule(provider).priceProviderId;
       const names = findProvider({ providerId })!.models.map((m) => m.id);
       for (const name of [...names, 'no-such-model-xyz']) {
         for (const priced of usages().slice(0, 40)) {
@@ -138,7 +143,7 @@ describe('computeCost with the flat path', () => {
             source: 'provider',
             model: null,
           };
-          const got = computeCost(provider, name, usage).cost_usd;
+          const got = priceUsage(providerId, name, usage).cost_usd;
           const only: Priced = { input_tokens: usage.input_tokens!, output_tokens: usage.output_tokens! };
           if (usage.cache_read_tokens) only.cache_read_tokens = usage.cache_read_tokens;
           if (usage.cache_write_tokens) only.cache_write_tokens = usage.cache_write_tokens;

@@ -233,20 +233,8 @@ export function flatPrice(plan: FlatPlan, usage: Readonly<Record<string, number>
   if (!ok) return undefined;
   const inputTokens = usage.input_tokens;
   if (plan.tiered && inputTokens === undefined) return undefined;
-  // The library's leaf split: each unit's own tokens are its count less its more specific parts'.
-  const leaf: Record<string, number> = {};
-  const n = plan.leaves.length;
-  for (const { unit, minus } of plan.leaves) {
-    const total = usage[unit.usageKey] ?? 0;
-    let parts = 0;
-    for (const p of minus) parts += leaf[p.usageKey]!;
-    let own = total - parts;
-    const tolerance = Number.EPSILON * Math.max(1, Math.abs(total), Math.abs(parts)) * (n + 1);
-    if (own < 0 && Math.abs(own) <= tolerance) own = 0;
-    if (own < 0) return undefined; // the library refuses it
-    leaf[unit.usageKey] = own;
-  }
-  if (plan.hasRequests) leaf.requests = 1;
+  const leaf = leafSplit(plan, usage);
+  if (!leaf) return undefined;
   let input = 0;
   let output = 0;
   let other = 0;
@@ -261,6 +249,64 @@ export function flatPrice(plan: FlatPlan, usage: Readonly<Record<string, number>
     else other += cost;
   }
   return input + output + other;
+}
+
+/** The library's leaf split: each unit's own tokens are its count less its more specific parts'. */
+function leafSplit(plan: FlatPlan, usage: Readonly<Record<string, number>>): Record<string, number> | null {
+  const leaf: Record<string, number> = {};
+  const n = plan.leaves.length;
+  for (const { unit, minus } of plan.leaves) {
+    const total = usage[unit.usageKey] ?? 0;
+    let parts = 0;
+    for (const p of minus) parts += leaf[p.usageKey]!;
+    let own = total - parts;
+    const tolerance = Number.EPSILON * Math.max(1, Math.abs(total), Math.abs(parts)) * (n + 1);
+    if (own < 0 && Math.abs(own) <= tolerance) own = 0;
+    if (own < 0) return null; // the library refuses it
+    leaf[unit.usageKey] = own;
+  }
+  if (plan.hasRequests) leaf.requests = 1;
+  return leaf;
+}
+
+/** One priced part of a cost: the price key, the quantity billed at it, the rate applied and per how many. */
+export interface PricedPart {
+  priceKey: string;
+  quantity: number;
+  rate: number;
+  per: number;
+  cost: number;
+  /** The input token count past which this tiered rate applies, when a tier's rate was taken. */
+  tierStart: number | null;
+}
+
+/**
+ * The parts `flatPrice` adds, each with its quantity (the leaf split) and the rate it took (a tier's where
+ * the input passes its start), or undefined where flatPrice would be.
+ */
+export function flatParts(plan: FlatPlan, usage: Readonly<Record<string, number>>): PricedPart[] | undefined {
+  if (flatPrice(plan, usage) === undefined) return undefined;
+  const leaf = leafSplit(plan, usage)!;
+  const inputTokens = usage.input_tokens ?? 0;
+  const out: PricedPart[] = [];
+  for (const [priceKey, unit] of Object.entries(UNITS)) {
+    const entry = plan.priced.find((p) => p.unit === unit);
+    if (!entry) continue;
+    const quantity = leaf[unit.usageKey] ?? 0;
+    let rate: number;
+    let tierStart: number | null = null;
+    if (typeof entry.price === 'number') rate = entry.price;
+    else {
+      rate = entry.price.base;
+      for (const tier of entry.price.tiers)
+        if (inputTokens > tier.start) {
+          rate = tier.price;
+          tierStart = tier.start;
+        }
+    }
+    out.push({ priceKey, quantity, rate, per: unit.per, cost: (rate * quantity) / unit.per, tierStart });
+  }
+  return out;
 }
 
 /** The library's tiered price: the rate of the last tier the input token count passes, per million. */

@@ -3,10 +3,6 @@
  * cache reads and writes included: usage/index.ts). Each provider's own reading is in
  * src/providers/<provider>/usage.ts.
  */
-import type { Usage } from './types.js';
-
-export type TokenCounts = Omit<Usage, 'source' | 'model'>;
-
 export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -67,4 +63,24 @@ export function findObjectEnd(text: string, open: number): number {
     }
   }
   return -1;
+}
+
+/**
+ * Finish reasons kept per response at most, and the longest kept: a provider's `n` choices are each one,
+ * and a reason is a short word; anything longer is not a reason worth a span attribute.
+ */
+const MAX_FINISH_REASONS = 16;
+const MAX_FINISH_REASON_CHARS = 64;
+
+/** Sets reason `v` at `index` (a choice's), when it is a plausible reason and the list has room. */
+export function noteFinishReason(into: string[], v: unknown, index = into.length): void {
+  if (typeof v !== 'string' || v === '' || v.length > MAX_FINISH_REASON_CHARS) return;
+  if (!Number.isInteger(index) || index < 0 || index >= MAX_FINISH_REASONS) return;
+  into[index] = v;
+}
+
+/** The reasons as a span carries them: in index order, gaps (choices that named none) left out. */
+export function finishReasonList(reasons: string[]): string[] | undefined {
+  const list = reasons.filter((r) => typeof r === 'string');
+  return list.length > 0 ? list : undefined;
 }

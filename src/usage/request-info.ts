@@ -1,9 +1,9 @@
 /** What the usage layer needs from a request body, parsed once per request. */
-import type { Provider } from '../types.js';
-import { PROVIDERS } from '../providers/index.js';
-import { readMultipartFields } from './multipart.js';
 import { isRecord } from './normalize.js';
-import type { RequestInfo } from './types.js';
+import type { ParsedRequest } from './types.js';
+
+/** The end user a body (or an upload's text fields) names: the provider's own field (ProviderModule.endUser). */
+export type EndUserOf = (fields: Record<string, unknown>) => string | null;
 
 /** Bodies larger than this are not parsed: a prompt is never this big, an upload might be. */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
@@ -25,16 +25,22 @@ function shouldParse(contentType: string | undefined, body: Buffer): boolean {
   return body[i] === 0x7b;
 }
 
-function str(v: unknown): string | null {
+/** A non-empty string, else null. */
+export function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;
 }
 
-export function parseRequestInfo(
-  provider: Provider,
-  path: string,
+/** An upload (multipart): its parts are read as a stream (`readMultipartFields`), not by `parseRequest`. */
+export function isUpload(contentType: string | undefined, body: Buffer): boolean {
+  return body.length > 0 && contentType?.trimStart().slice(0, 19).toLowerCase() === 'multipart/form-data';
+}
+
+/** What a body that is not an upload says. */
+export function parseRequest(
   body: Buffer,
   contentType: string | undefined,
-): RequestInfo {
+  endUser: EndUserOf,
+): ParsedRequest {
   let json: unknown = null;
   let text: string | undefined;
   if (shouldParse(contentType, body)) {
@@ -45,43 +51,13 @@ export function parseRequestInfo(
       json = null; // a bad body is upstream's to reject; we just learn nothing from it
     }
   }
-  const mime = contentType?.trimStart().slice(0, 19).toLowerCase();
-  if (mime === 'multipart/form-data' && body.length > 0)
-    return multipartInfo(provider, path, body, contentType!);
   const obj = isRecord(json) ? json : null;
-  const endUser = obj ? PROVIDERS[provider].endUser(obj) : null;
   return {
-    provider,
-    path,
     model: obj ? str(obj.model) : null,
     stream: obj ? obj.stream === true : false,
-    end_user: endUser,
+    end_user: obj ? endUser(obj) : null,
     json,
     // Held for the request's life only where the log would decode it again (up to the default log limit).
     text: text !== undefined && body.length <= KEEP_TEXT_MAX_BYTES ? text : undefined,
-  };
-}
-
-/** An upload (audio, image, file): its text fields stand in for a JSON body (`stream` is the text "true"). */
-function multipartInfo(provider: Provider, path: string, body: Buffer, contentType: string): RequestInfo {
-  const parsed = readMultipartFields(body, contentType);
-  if (!parsed.ok)
-    return {
-      provider,
-      path,
-      model: null,
-      stream: false,
-      end_user: null,
-      json: null,
-      bodyError: parsed.error,
-    };
-  const f = parsed.fields;
-  return {
-    provider,
-    path,
-    model: str(f.model),
-    stream: f.stream === 'true',
-    end_user: PROVIDERS[provider].endUser(f),
-    json: null,
   };
 }

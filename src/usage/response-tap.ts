@@ -2,15 +2,13 @@
  * Reads usage from a response as it passes: a JSON body at the end, an SSE stream event by event. Only
  * observes; never throws into the proxy (a body it cannot read yields an estimate or `none`).
  */
-import { endpointOf } from '../providers/index.js';
-import type { Endpoint, Reported, UsageReader } from '../providers/types.js';
 import { BodyPrefix, HeadTail } from './body-buffers.js';
 import { createBodyDecoder, isCompressed, type BodyDecoder } from './decoder.js';
 import { collectResponseText, estimateRequestTokens, OutputCounter } from './estimate.js';
 import { readTopLevelMembers } from './json-members.js';
-import { findUsageObject, isRecord, modelInHead, type TokenCounts } from './normalize.js';
+import { findUsageObject, isRecord, modelInHead } from './normalize.js';
 import { createStreamReader, type StreamReader } from './stream-reader.js';
-import type { RequestInfo, ResponseTap, Usage } from './types.js';
+import type { ParsedRequest, Reported, ResponseTap, TokenCounts, Usage, UsageReader } from './types.js';
 
 /** JSON bodies up to this size are parsed whole; larger ones (big embedding batches) by their tail. */
 const MAX_JSON_BYTES = 2 * 1024 * 1024;
@@ -49,13 +47,13 @@ export interface TapOptions {
   observer?: { push(decoded: Buffer): void; cut(): void } | null;
 }
 
+/** `reader`: how the endpoint reports usage (its provider's), null where it bills no tokens keyrelay reads. */
 export function createResponseTap(
-  info: RequestInfo,
+  info: ParsedRequest,
+  reader: UsageReader | null,
   res: { status: number; headers: Headers },
   opts: TapOptions,
 ): ResponseTap {
-  const endpoint = endpointOf(info.provider, info.path);
-  const reader = endpoint.usage;
   const contentType = (header(res.headers, 'content-type') ?? '').toLowerCase();
   // A stream without a content-type is still a stream when the caller asked for one.
   const isSse = contentType.includes('text/event-stream') || (contentType === '' && info.stream);
@@ -88,7 +86,7 @@ export function createResponseTap(
   };
   /** Takes every decoded piece of what was written, one at a time, until a cap or nothing more to learn. */
   const drain = () => {
-    if (!decoder) return;
+    if (!decoder || unreadable || stopped) return;
     for (let piece = decoder.read(); piece; piece = decoder.read()) {
       decodedBytes += piece.length;
       prefix?.add(piece);
@@ -101,6 +99,20 @@ export function createResponseTap(
     }
   };
 
+  const fail = () => {
+    unreadable = true; // corrupt encoding: keep what was read, stop reading
+    observer?.cut();
+    decoder?.close();
+  };
+  // A compressed body is decoded off the event loop: its pieces come when they are ready.
+  decoder?.onReadable(() => {
+    try {
+      drain();
+    } catch {
+      fail();
+    }
+  });
+
   return {
     write(chunk) {
       if (unreadable || result || stopped || !decoder) return;
@@ -108,9 +120,16 @@ export function createResponseTap(
         decoder.write(chunk);
         drain();
       } catch {
-        unreadable = true; // corrupt encoding: keep what was read, stop reading
-        observer?.cut();
-        decoder.close();
+        fail();
+      }
+    },
+    async drained() {
+      if (unreadable || result || stopped || !decoder) return;
+      try {
+        await decoder.end();
+        drain();
+      } catch {
+        fail();
       }
     },
     // Whether the stream was cut short shows in what arrived: no final usage event, or unparsable JSON.
@@ -118,7 +137,6 @@ export function createResponseTap(
       if (result) return result;
       if (!unreadable && !stopped && decoder) {
         try {
-          decoder.end();
           drain();
         } catch {
           unreadable = true;
@@ -128,7 +146,7 @@ export function createResponseTap(
       }
       try {
         stream?.end();
-        result = computeUsage(info, endpoint, res.status, stream, json, output);
+        result = computeUsage(info, reader, res.status, stream, json, output);
       } catch {
         result = { ...NO_TOKENS, source: 'none', model: null };
       }
@@ -149,8 +167,8 @@ export function createResponseTap(
 /**
  * What search reads of a stream instead of its frames (RequestLogRow.response_search_text): the first event,
  * then the text the model streamed, joined. The frames split words across events ("Hel", "lo") and repeat
- * ~200 characters of JSON around each few characters of text, which the index paid for (docs/
- * performance.md, "Ninth pass"). Null when no text was seen (an error or a kind of stream without text):
+ * ~200 characters of JSON around each few characters of text, which the index paid for (~75 µs a streamed
+ * row on the writer). Null when no text was seen (an error or a kind of stream without text):
  * search then reads the frames. Like the body it stands for, it stops where the body log stopped (`textChars`,
  * to the piece that crossed the limit; null: all of it) and within the limit.
  */
@@ -187,7 +205,8 @@ function readMembers(reader: UsageReader, text: string): Reported | null {
   if (!members || isRecord(members.response)) return null;
   const { counts, final } = reader.json(members.usage, members);
   if (!counts || !final) return null;
-  return { counts, model: typeof members.model === 'string' ? members.model : null, final };
+  const model = typeof members.model === 'string' ? members.model : null;
+  return { counts, model, final, finishReasons: reader.finishReasons?.(members, text) };
 }
 
 /**
@@ -196,10 +215,9 @@ function readMembers(reader: UsageReader, text: string): Reported | null {
  */
 const MEMBER_READ_MIN_CHARS = 2048;
 
-function readJson(endpoint: Endpoint, body: HeadTail, output: OutputCounter): Reported {
+function readJson(reader: UsageReader, body: HeadTail, output: OutputCounter): Reported {
   const { whole: text, head, tail } = body.read();
-  const quick =
-    text !== null && text.length >= MEMBER_READ_MIN_CHARS ? readMembers(endpoint.usage!, text) : null;
+  const quick = text !== null && text.length >= MEMBER_READ_MIN_CHARS ? readMembers(reader, text) : null;
   if (quick) return quick;
   let parsed: unknown = null;
   if (text !== null) {
@@ -222,42 +240,45 @@ function readJson(endpoint: Endpoint, body: HeadTail, output: OutputCounter): Re
     usage = findUsageObject(tail);
     model = modelInHead(head);
   }
-  const { counts, final } = endpoint.usage!.json(usage, whole);
-  return { counts, model, final };
+  const { counts, final } = reader.json(usage, whole);
+  const finishReasons = reader.finishReasons?.(whole ?? {}, text ?? tail);
+  return { counts, model, final, finishReasons };
 }
 
 function computeUsage(
-  info: RequestInfo,
-  endpoint: Endpoint,
+  info: ParsedRequest,
+  reader: UsageReader | null,
   status: number,
   stream: StreamReader | null,
   json: HeadTail | null,
   output: OutputCounter,
 ): Usage {
-  if (!endpoint.usage) return { ...NO_TOKENS, source: 'none', model: null };
+  if (!reader) return { ...NO_TOKENS, source: 'none', model: null };
   const reported: Reported = stream
     ? stream.reported()
     : json
-      ? readJson(endpoint, json, output)
+      ? readJson(reader, json, output)
       : { counts: null, model: null, final: false };
   const { counts, model } = reported;
+  const reasons = reported.finishReasons?.length ? { finish_reasons: reported.finishReasons } : {};
 
   if (counts) {
-    if (reported.final) return { ...counts, source: 'provider', model };
+    if (reported.final) return { ...counts, source: 'provider', model, ...reasons };
     // Cut short (Anthropic: message_start's output count is a placeholder): what was streamed says more.
     const out = Math.max(counts.output_tokens ?? 0, output.total());
-    return { ...counts, output_tokens: out, source: 'partial', model };
+    return { ...counts, output_tokens: out, source: 'partial', model, ...reasons };
   }
   // The provider bills nothing for a refused request: no estimate for an error (or redirect) response.
-  if (status >= 300 || status < 200) return { ...NO_TOKENS, source: 'none', model };
-  if (endpoint.usage.estimable === false) return { ...NO_TOKENS, source: 'none', model };
+  if (status >= 300 || status < 200) return { ...NO_TOKENS, source: 'none', model, ...reasons };
+  if (reader.estimable === false) return { ...NO_TOKENS, source: 'none', model, ...reasons };
   const input = estimateRequestTokens(info.json);
-  if (input === null && !output.seen) return { ...NO_TOKENS, source: 'none', model };
+  if (input === null && !output.seen) return { ...NO_TOKENS, source: 'none', model, ...reasons };
   return {
+    ...reasons,
     input_tokens: input,
     cache_read_tokens: null,
     cache_write_tokens: null,
-    output_tokens: endpoint.usage.generatesOutput ? output.total() : 0,
+    output_tokens: reader.generatesOutput ? output.total() : 0,
     reasoning_tokens: null,
     source: 'estimated',
     model,

@@ -2,11 +2,11 @@
  * Usage and generated text from an SSE stream, one complete event at a time. The splitting is here; what
  * an event means is the provider's (`UsageReader.sse` in src/providers/).
  */
-import type { Reported, SseEventReader } from '../providers/types.js';
 import type { OutputCounter } from './estimate.js';
 import { stringEnd } from './json-members.js';
 import { isRecord } from './normalize.js';
 import { parseSseEvent, SseSplitter, type SseSegment } from './sse-splitter.js';
+import type { Reported, SseEventReader } from './types.js';
 
 /** Adds every string value of the matched fields to the counter (JSON strings escape `"`, so a match is a key). */
 export function addStringFields(data: string, fields: RegExp, output: OutputCounter): void {

@@ -2,11 +2,10 @@ import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseRequestInfo } from './request-info.js';
+import { injectStreamUsage, parseRequestInfo } from '../metering/index.js';
 import {
   createIdentityUsageStripper,
   createUsageStripper,
-  injectStreamUsage,
   stripUsageFromEvent,
   stripUsageFromText,
 } from './stream-usage.js';

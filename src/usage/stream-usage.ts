@@ -7,17 +7,18 @@
 import { PassThrough, Transform } from 'node:stream';
 import { createBodyDecoder } from './decoder.js';
 import { findTopLevelMember, removeMember } from './json-members.js';
-import { endpointOf } from '../providers/index.js';
 import { isRecord } from './normalize.js';
 import { SseSplitter, type SseSegment } from './sse-splitter.js';
-import type { RequestInfo } from './types.js';
+import type { ParsedRequest } from './types.js';
 
 const INSERT = Buffer.from('"stream_options":{"include_usage":true},');
 
-/** The request body to send instead (asking for usage), or null to send the original. */
-export function injectStreamUsage(info: RequestInfo, body: Buffer): Buffer | null {
+/**
+ * The request body to send instead (asking for usage), or null to send the original. For an endpoint whose
+ * row says `injectStreamUsage` only: the caller asks the provider's table.
+ */
+export function askForStreamUsage(info: ParsedRequest, body: Buffer): Buffer | null {
   if (!info.stream || !isRecord(info.json)) return null;
-  if (!endpointOf(info.provider, info.path).injectStreamUsage) return null;
   const options = info.json.stream_options;
   if (isRecord(options) && options.include_usage === true) return null;
   if (options === undefined) {
@@ -41,9 +42,6 @@ const USAGE_NULL_TAIL_BYTES = Buffer.from(USAGE_NULL_TAIL);
 const DATA_FIELD_BYTES = Buffer.from('data:');
 /** What is cut from a `…,"usage":null}` payload: all of the tail but its closing brace. */
 const USAGE_NULL_MEMBER_BYTES = USAGE_NULL_TAIL.length - 1;
-
-/** Decoded bytes the stripper produces in one event-loop turn at most (~1–3 ms of decoding). */
-const DECODE_TURN_BYTES = 1024 * 1024;
 
 /** Where each data line's payload starts and ends in the event text. */
 function dataSpans(text: string): Array<[number, number]> {
@@ -149,73 +147,59 @@ export function createUsageStripper(
   if (!decoder) return new PassThrough(); // unknown coding: cannot look inside, pass it on untouched
   const splitter = new SseSplitter(opts.maxEventBytes, 'pass');
   const emit = usageEventFilter((piece) => stripper.push(piece));
-  /** Set while a chunk's output is waiting for the caller to read. */
-  let resume: (() => void) | null = null;
-  /**
-   * Decoded bytes left for this event-loop turn. A caller that reads as fast as we decode never pushes
-   * back (the pipe reads on synchronously, calling drain again and again): other requests get their turn
-   * regardless.
-   */
-  let budget = DECODE_TURN_BYTES;
-  let refill: NodeJS.Immediate | null = null;
-  const spend = (bytes: number) => {
-    budget -= bytes;
-    refill ??= setImmediate(() => {
-      budget = DECODE_TURN_BYTES;
-      refill = null;
-    });
-  };
-  const drain = (callback: (err?: Error) => void): void => {
+  /** The caller is not reading: decoded pieces wait in the decoder (which then stops decoding). */
+  let waiting = false;
+  /** Moves decoded pieces on until none is ready or the caller has enough; at the end, all that is left. */
+  const pump = (last = false): void => {
     if (stripper.destroyed) return;
-    if (budget <= 0) return void setImmediate(drain, callback);
     try {
       for (let decoded = decoder.read(); decoded; decoded = decoder.read()) {
         splitter.push(decoded, emit);
-        spend(decoded.length);
-        if (stripper.readableLength >= stripper.readableHighWaterMark) {
-          resume = () => drain(callback);
-          return;
-        }
-        if (budget <= 0) return void setImmediate(drain, callback);
+        if (!last && stripper.readableLength >= stripper.readableHighWaterMark) return void (waiting = true);
       }
-      callback();
     } catch (err) {
-      decoder.close();
-      callback(err instanceof Error ? err : new Error(String(err)));
+      stripper.destroy(err instanceof Error ? err : new Error(String(err)));
     }
   };
+  decoder.onReadable(() => {
+    if (!waiting) pump();
+  });
   const stripper: Transform = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       try {
-        decoder.write(chunk);
+        // The next chunk is taken once this one is decoded, and decoding waits for the caller's reads.
+        decoder.write(chunk, () => callback());
       } catch (err) {
         return callback(err instanceof Error ? err : new Error(String(err)));
       }
-      drain(callback);
+      if (!waiting) pump(); // an identity "decoder" has its piece ready at once
     },
     flush(callback) {
-      decoder.end();
-      drain((err) => {
-        decoder.close();
-        if (err) return callback(err);
-        splitter.end(emit);
-        callback();
-      });
+      decoder.end().then(
+        () => {
+          pump(true);
+          decoder.close();
+          splitter.end(emit);
+          callback();
+        },
+        (err: unknown) => {
+          decoder.close();
+          callback(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
     },
     destroy(err, callback) {
-      resume = null;
-      if (refill) clearImmediate(refill);
       decoder.close();
       callback(err);
     },
   });
-  // Transform reads on only once a chunk is done; mid-chunk, the caller's read resumes the decoding.
   const transformRead = stripper._read.bind(stripper);
   stripper._read = (size: number) => {
-    const next = resume;
-    resume = null;
-    if (next) next();
-    else transformRead(size);
+    if (waiting) {
+      waiting = false;
+      pump();
+    }
+    transformRead(size);
   };
   return stripper;
 }

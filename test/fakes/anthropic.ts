@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { renderAnthropicBatches } from './batches.js';
 import type { Scenario } from './scenario.js';
+import { runAnthropicServerTools, type AnthropicToolRun } from './server-tools.js';
 import {
   deriveId,
   eventCount,
@@ -86,8 +87,13 @@ export function renderAnthropicError(status: number, message?: string): Rendered
   });
 }
 
-function fullUsage(u: FakeAnthropicUsage, outputTokens: number): Record<string, unknown> {
+function fullUsage(
+  u: FakeAnthropicUsage,
+  outputTokens: number,
+  tools: AnthropicToolRun | null = null,
+): Record<string, unknown> {
   return {
+    ...(tools ? { server_tool_use: tools.serverToolUse } : {}),
     input_tokens: u.input_tokens,
     cache_creation_input_tokens: u.cache_creation_input_tokens,
     cache_read_input_tokens: u.cache_read_input_tokens,
@@ -108,10 +114,13 @@ function renderMessages(
   body: Record<string, unknown>,
   usage: FakeAnthropicUsage,
   n: number,
+  toolCalls: number,
 ): RenderedResponse {
   const model = typeof body.model === 'string' ? body.model : 'claude-sonnet-5-5';
   const id = `msg_01${deriveId(req)}`;
   const deltas = textDeltas(n);
+  const tools = runAnthropicServerTools(body.tools, toolCalls, deriveId(req, 8));
+  const container = tools?.container ? { container: tools.container } : {};
   const message = (
     content: unknown[],
     stop: string | null,
@@ -127,33 +136,48 @@ function renderMessages(
     usage: u,
   });
   if (body.stream !== true) {
-    const content = [{ type: 'text', text: deltas.join('') }];
-    return jsonResponse(
-      200,
-      baseHeaders(),
-      message(content, 'end_turn', fullUsage(usage, usage.output_tokens)),
-    );
+    const content = [...(tools?.content ?? []), { type: 'text', text: deltas.join('') }];
+    return jsonResponse(200, baseHeaders(), {
+      ...message(content, 'end_turn', fullUsage(usage, usage.output_tokens, tools)),
+      ...container,
+    });
   }
+  const toolBlocks = tools?.content ?? [];
+  const textIndex = toolBlocks.length;
   // The real API reports output_tokens 1 at the start; message_delta carries the cumulative totals.
   const pieces = [
     event({
       type: 'message_start',
-      message: message([], null, fullUsage(usage, Math.min(1, usage.output_tokens))),
+      message: message(
+        [],
+        null,
+        fullUsage(
+          usage,
+          Math.min(1, usage.output_tokens),
+          tools && { ...tools, serverToolUse: { web_search_requests: 0, web_fetch_requests: 0 } },
+        ),
+      ),
     }),
-    event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+    // Server tool blocks arrive whole in content_block_start (their input as one input_json_delta).
+    ...toolBlocks.flatMap((block, index) => [
+      event({ type: 'content_block_start', index, content_block: block }),
+      event({ type: 'content_block_stop', index }),
+    ]),
+    event({ type: 'content_block_start', index: textIndex, content_block: { type: 'text', text: '' } }),
     event({ type: 'ping' }),
     ...deltas.map((text) =>
-      event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }),
+      event({ type: 'content_block_delta', index: textIndex, delta: { type: 'text_delta', text } }),
     ),
-    event({ type: 'content_block_stop', index: 0 }),
+    event({ type: 'content_block_stop', index: textIndex }),
     event({
       type: 'message_delta',
-      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      delta: { stop_reason: 'end_turn', stop_sequence: null, ...container },
       usage: {
         input_tokens: usage.input_tokens,
         cache_creation_input_tokens: usage.cache_creation_input_tokens,
         cache_read_input_tokens: usage.cache_read_input_tokens,
         output_tokens: usage.output_tokens,
+        ...(tools ? { server_tool_use: tools.serverToolUse } : {}),
       },
     }),
     event({ type: 'message_stop' }),
@@ -182,7 +206,7 @@ export function renderAnthropic(
   if (req.method === 'POST' && path === '/v1/messages') {
     if (body === undefined)
       return renderAnthropicError(400, 'There was an issue with the request body: invalid JSON');
-    return renderMessages(req, body, usage, eventCount(scenario, opts.events ?? 5));
+    return renderMessages(req, body, usage, eventCount(scenario, opts.events ?? 5), scenario.toolCalls);
   }
   if (req.method === 'POST' && path === '/v1/messages/count_tokens') {
     if (body === undefined)

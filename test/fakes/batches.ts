@@ -4,7 +4,8 @@
  * (https://docs.anthropic.com/en/api/creating-message-batches). Pure functions of the request like the rest
  * of the fakes: a batch is `validating`/`in_progress` when created and finished when retrieved, and its
  * results have `x-fake-usage` `lines` lines (default 3), of which `failed` (default 1) failed and `broken`
- * (default 0) more are not JSON.
+ * (default 0) more are not JSON. A file whose id is `file-in-<model>` is a batch input file instead: `lines`
+ * requests to that model, as https://platform.openai.com/docs/guides/batch shows them.
  */
 import { DEFAULT_ANTHROPIC_USAGE } from './anthropic.js';
 import { DEFAULT_OPENAI_USAGE } from './openai.js';
@@ -24,13 +25,22 @@ import {
 export const FAKE_BATCH_LINES = 3;
 export const FAKE_BATCH_FAILED = 1;
 export const FAKE_BATCH_OPENAI_MODEL = 'gpt-4o-mini';
-export const FAKE_BATCH_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+export const FAKE_BATCH_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
 
-function shape(scenario: Scenario): { lines: number; failed: number; broken: number } {
+function shape(scenario: Scenario): {
+  lines: number;
+  failed: number;
+  broken: number;
+  webSearches: number;
+  container: boolean;
+} {
   return {
     lines: scenario.usage?.lines ?? FAKE_BATCH_LINES,
     failed: scenario.usage?.failed ?? FAKE_BATCH_FAILED,
     broken: scenario.usage?.broken ?? 0,
+    // Server tools in each succeeded Anthropic line: `usage.server_tool_use` and the message's container.
+    webSearches: scenario.usage?.web_searches ?? 0,
+    container: (scenario.usage?.containers ?? 0) > 0,
   };
 }
 
@@ -124,6 +134,19 @@ export function renderOpenAIBatches(
     );
   }
   const content = /^\/v1\/files\/([^/]+)\/content$/.exec(path);
+  const input = content && /^file-in-(.+)$/.exec(decodeURIComponent(content[1]!));
+  if (req.method === 'GET' && input) {
+    const model = input[1]!;
+    const out = Array.from({ length: lines }, (_, i) =>
+      JSON.stringify({
+        custom_id: `request-${i}`,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model, messages: [{ role: 'user', content: 'Hello' }] },
+      }),
+    );
+    return jsonl(headers, 'application/octet-stream', out);
+  }
   if (req.method === 'GET' && content) {
     const u = DEFAULT_OPENAI_USAGE;
     const out = Array.from({ length: lines }, (_, i) => {
@@ -193,9 +216,12 @@ function anthropicBatch(id: string, over: Record<string, unknown>): Record<strin
 }
 
 /** The usage one succeeded Anthropic batch line reports. */
-export function anthropicBatchUsage(): Record<string, unknown> {
+export function anthropicBatchUsage(webSearches = 0): Record<string, unknown> {
   const u = DEFAULT_ANTHROPIC_USAGE;
   return {
+    ...(webSearches > 0
+      ? { server_tool_use: { web_search_requests: webSearches, web_fetch_requests: 0 } }
+      : {}),
     input_tokens: u.input_tokens,
     cache_creation_input_tokens: u.cache_creation_input_tokens,
     cache_read_input_tokens: u.cache_read_input_tokens,
@@ -208,7 +234,11 @@ export function anthropicBatchUsage(): Record<string, unknown> {
   };
 }
 
-export function anthropicResultLines(n: number, failed: number): string[] {
+export function anthropicResultLines(
+  n: number,
+  failed: number,
+  tools: { webSearches: number; container: boolean } = { webSearches: 0, container: false },
+): string[] {
   return Array.from({ length: n }, (_, i) =>
     JSON.stringify(
       i < failed
@@ -231,7 +261,10 @@ export function anthropicResultLines(n: number, failed: number): string[] {
                 content: [{ type: 'text', text: 'Hello' }],
                 stop_reason: 'end_turn',
                 stop_sequence: null,
-                usage: anthropicBatchUsage(),
+                usage: anthropicBatchUsage(tools.webSearches),
+                ...(tools.container
+                  ? { container: { id: `container_011batch${i}`, expires_at: '2026-11-27T13:00:00Z' } }
+                  : {}),
               },
             },
           },
@@ -245,7 +278,7 @@ export function renderAnthropicBatches(
   headers: Headers,
 ): RenderedResponse | undefined {
   const path = req.path.split('?')[0] ?? '';
-  const { lines, failed, broken } = shape(scenario);
+  const { lines, failed, broken, webSearches, container } = shape(scenario);
   if (req.method === 'POST' && path === '/v1/messages/batches') {
     const body = parseJsonBody(req.body) ?? {};
     const n = Array.isArray(body.requests) ? body.requests.length : 0;
@@ -279,7 +312,7 @@ export function renderAnthropicBatches(
     );
   }
   if (req.method === 'GET' && /^\/v1\/messages\/batches\/[^/]+\/results$/.test(path)) {
-    const out = anthropicResultLines(lines, failed);
+    const out = anthropicResultLines(lines, failed, { webSearches, container });
     for (let i = 0; i < broken; i++) out.push('{"custom_id": "request-broken", "result": {');
     return jsonl(headers, 'application/binary', out);
   }

@@ -9,6 +9,7 @@ import {
   type Headers,
   type RenderedResponse,
 } from './render.js';
+import { runOpenAIHostedTools } from './server-tools.js';
 
 function responsesUsage(u: FakeOpenAIUsage): Record<string, unknown> {
   return {
@@ -30,6 +31,7 @@ export function renderResponses(
   usage: FakeOpenAIUsage,
   n: number,
   headers: Headers,
+  toolCalls = 1,
 ): RenderedResponse {
   const model = typeof body.model === 'string' ? body.model : 'gpt-4o-mini';
   const id = `resp_${deriveId(req, 32)}`;
@@ -38,6 +40,8 @@ export function renderResponses(
   const text = deltas.join('');
   const part = { type: 'output_text', annotations: [], logprobs: [], text };
   const item = { id: itemId, type: 'message', status: 'completed', content: [part], role: 'assistant' };
+  const toolItems = runOpenAIHostedTools(body.tools, toolCalls, deriveId(req, 12));
+  const at = toolItems.length; // the message's output_index
   const response = (status: string, output: unknown[], u: unknown): Record<string, unknown> => ({
     id,
     object: 'response',
@@ -64,26 +68,30 @@ export function renderResponses(
     metadata: {},
   });
   if (body.stream !== true)
-    return jsonResponse(200, headers, response('completed', [item], responsesUsage(usage)));
+    return jsonResponse(200, headers, response('completed', [...toolItems, item], responsesUsage(usage)));
   const events: { type: string; [k: string]: unknown }[] = [
     { type: 'response.created', response: response('in_progress', [], null) },
     { type: 'response.in_progress', response: response('in_progress', [], null) },
+    ...toolItems.flatMap((tool, i) => [
+      { type: 'response.output_item.added', output_index: i, item: { ...tool, status: 'in_progress' } },
+      { type: 'response.output_item.done', output_index: i, item: tool },
+    ]),
     {
       type: 'response.output_item.added',
-      output_index: 0,
+      output_index: at,
       item: { ...item, status: 'in_progress', content: [] },
     },
     {
       type: 'response.content_part.added',
       item_id: itemId,
-      output_index: 0,
+      output_index: at,
       content_index: 0,
       part: { ...part, text: '' },
     },
     ...deltas.map((delta) => ({
       type: 'response.output_text.delta',
       item_id: itemId,
-      output_index: 0,
+      output_index: at,
       content_index: 0,
       delta,
       logprobs: [],
@@ -91,13 +99,13 @@ export function renderResponses(
     {
       type: 'response.output_text.done',
       item_id: itemId,
-      output_index: 0,
+      output_index: at,
       content_index: 0,
       text,
       logprobs: [],
     },
-    { type: 'response.content_part.done', item_id: itemId, output_index: 0, content_index: 0, part },
-    { type: 'response.output_item.done', output_index: 0, item },
+    { type: 'response.content_part.done', item_id: itemId, output_index: at, content_index: 0, part },
+    { type: 'response.output_item.done', output_index: at, item },
     { type: 'response.completed', response: response('completed', [item], responsesUsage(usage)) },
   ];
   return sseResponse(

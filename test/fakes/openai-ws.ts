@@ -9,6 +9,7 @@
  * message, and every binary one, is echoed back as it came (binary stays binary).
  * Refusing the upgrade: the `x-fake-ws-refuse: <status>` request header; a slow answer: `x-fake-ws-delay-ms`.
  */
+import { runOpenAIHostedTools } from './server-tools.js';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -225,6 +226,8 @@ interface FakeSteer {
   error?: boolean;
   /** Start the response (created, deltas) and never finish it. */
   hold?: boolean;
+  /** How often each hosted tool of the request's `tools` runs (default 1). */
+  toolCalls?: number;
 }
 
 function answerRealtime(msg: Record<string, unknown>, json: Send, model: string): void {
@@ -305,6 +308,7 @@ function answerResponses(msg: Record<string, unknown>, json: Send): void {
   const id = `resp_fake_${++seq}`;
   const model = typeof msg.model === 'string' ? msg.model : 'gpt-4o-mini';
   const base = { id, object: 'response', created_at: 1_700_000_000, model };
+  const toolItems = runOpenAIHostedTools(msg.tools, f.toolCalls ?? 1, `ws${seq}`);
   json({
     type: 'response.created',
     sequence_number: n++,
@@ -334,6 +338,7 @@ function answerResponses(msg: Record<string, unknown>, json: Send): void {
       ...base,
       status,
       output: [
+        ...toolItems,
         {
           id: 'msg_1',
           type: 'message',

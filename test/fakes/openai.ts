@@ -232,7 +232,7 @@ export function renderOpenAI(
   }
   if (req.method === 'POST' && path === '/v1/responses') {
     if (parseJsonBody(req.body) === undefined) return renderOpenAIError(400, { message: BAD_JSON });
-    return renderResponses(req, body, usage, n, baseHeaders());
+    return renderResponses(req, body, usage, n, baseHeaders(), scenario.toolCalls);
   }
   if (req.method === 'POST' && path === '/v1/embeddings') return renderEmbeddings(body, usage);
   const error = (status: number, message: string) => renderOpenAIError(status, { message });

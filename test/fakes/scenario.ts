@@ -28,6 +28,8 @@ export interface Scenario {
   setHeaders: Record<string, string | string[]>;
   /** `x-fake-usage`: JSON usage numbers merged over the fake's defaults. */
   usage: Record<string, number>;
+  /** `x-fake-tool-calls`: how often each server-side tool the request declares runs (default 1). */
+  toolCalls: number;
 }
 
 const ENCODINGS = new Set<string>(['gzip', 'br', 'deflate', 'zstd']);
@@ -83,5 +85,6 @@ export function parseScenario(headers: IncomingHttpHeaders): Scenario {
     events: readInt(headers, 'x-fake-events'),
     setHeaders,
     usage,
+    toolCalls: readInt(headers, 'x-fake-tool-calls') ?? 1,
   };
 }

@@ -71,3 +71,19 @@ export async function ensureConsoleBuilt(root = process.cwd()): Promise<void> {
   const { build } = await import('vite');
   await build({ configFile: join(root, 'web', 'vite.config.ts'), logLevel: 'warn' });
 }
+
+/** A new page signed in to the console at `url` as `email` (with the tests' password) through the login API. */
+export async function signedInPage(
+  browser: Browser,
+  url: string,
+  email: string,
+  viewport: { width: number; height: number } = VIEWPORTS.laptop,
+): Promise<Page> {
+  const page = await (await browser.newContext({ viewport })).newPage();
+  const r = await page.request.post(`${url}/api/console/login`, {
+    data: { email, password: 'correct horse battery' },
+    headers: { origin: url },
+  });
+  if (r.status() !== 200) throw new Error(`console login as ${email} answered ${r.status()}`);
+  return page;
+}

@@ -9,7 +9,9 @@ import { Agent, request } from 'undici';
 import { Client } from '../console-harness.js';
 import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from '../fakes/index.js';
 import { createTestDatabase, type TestDatabase } from './pg.js';
+import { DEFAULT_THROTTLE_LIMITS } from '../../src/accounts/throttle.js';
 import { startServeProcess, type ServeProcess } from './process.js';
+import type { Tuning } from './tuning.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
 const STOP_DEADLINE_MS = 45_000;
@@ -23,16 +25,20 @@ export interface Instance {
   stop(): Promise<number | null>;
 }
 
-export async function startInstance(env: Record<string, string>): Promise<Instance> {
+/** `tuning`: internal values no variable sets (test/helpers/tuning.ts), e.g. a short key cache. */
+export async function startInstance(env: Record<string, string>, tuning: Tuning = {}): Promise<Instance> {
   const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-cluster-'));
-  const proc = await startServeProcess({
-    KEYRELAY_DATA_DIR: dataDir,
-    KEYRELAY_LOG_FLUSH_MS: '200',
-    // Every run of the suite signs up from 127.0.0.1 into the one Redis, whose per-IP window outlives the
-    // run: CI's three runs (Node 20, 22, 24) within 15 minutes passed the default 20 sign-ups per IP.
-    KEYRELAY_LOGIN_MAX_PER_IP: '100000',
-    ...env,
-  });
+  const proc = await startServeProcess(
+    { KEYRELAY_DATA_DIR: dataDir, ...env },
+    {
+      tuning: {
+        // Every run of the suite signs up from 127.0.0.1 into the one Redis, whose per-IP window outlives
+        // the run: CI's three runs (Node 20, 22, 24) within 15 minutes passed the default 20 sign-ups per IP.
+        loginThrottle: { ...DEFAULT_THROTTLE_LIMITS, maxPerIp: 100_000 },
+        ...tuning,
+      },
+    },
+  );
   let exitCode: number | null | undefined;
   void proc.exited.then((code) => (exitCode = code));
   return {
@@ -126,7 +132,11 @@ export interface Pair {
  * a revocation seen within a second. Both start at once: the migration lock must let them start together
  * on an empty database.
  */
-export async function startPair(emailPrefix: string, extraEnv: Record<string, string> = {}): Promise<Pair> {
+export async function startPair(
+  emailPrefix: string,
+  extraEnv: Record<string, string> = {},
+  tuning: Tuning = {},
+): Promise<Pair> {
   const db = await createTestDatabase();
   const openai = await startFakeOpenAI();
   const anthropic = await startFakeAnthropic();
@@ -135,10 +145,10 @@ export async function startPair(emailPrefix: string, extraEnv: Record<string, st
     KEYRELAY_REDIS_URL: REDIS_URL,
     KEYRELAY_OPENAI_UPSTREAM: openai.url,
     KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-    KEYRELAY_KEY_CACHE_TTL_MS: '60000',
     ...extraEnv,
   };
-  const [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
+  const tune: Tuning = { keyCacheTtlMs: 60_000, ...tuning };
+  const [a, b] = await Promise.all([startInstance(env, tune), startInstance(env, tune)]);
   const onA = new Client(a.url);
   await onA.signup(`${emailPrefix}-${Date.now()}@example.com`);
   const onB = new Client(b.url);

@@ -14,6 +14,11 @@ const NO_LIMITS = {
   rate_limit_tpm: null,
   max_concurrent: null,
   rate_limit_scope: 'billable' as const,
+  budget_unpriced: 'refuse' as 'refuse' | 'allow',
+  user_rate_limit_rpm: null as number | null,
+  user_budget_usd: null,
+  user_budget_period: null,
+  user_budget_mode: 'soft' as 'soft' | 'hard',
 };
 
 export function describeKeyChangeFeedContract(ctx: ConfigContext): void {
@@ -49,6 +54,9 @@ export function describeKeyChangeFeedContract(ctx: ConfigContext): void {
         () => cfg.setKeyExpiry(k.id, new Date(Date.now() + 60_000).toISOString()),
         () => cfg.renameKey(k.id, 'renamed'),
         () => cfg.setKeyLimits(k.id, { ...NO_LIMITS, rate_limit_rpm: 5 }),
+        () => cfg.setKeyLimits(k.id, { ...NO_LIMITS, rate_limit_rpm: 5, budget_unpriced: 'allow' }),
+        () => cfg.setKeyLimits(k.id, { ...NO_LIMITS, rate_limit_rpm: 5, user_rate_limit_rpm: 2 }),
+        () => cfg.setKeyLimits(k.id, { ...NO_LIMITS, rate_limit_rpm: 5, user_budget_mode: 'hard' }),
       ];
       for (const change of changes) {
         await change();

@@ -7,6 +7,8 @@ export const keyRecord = (over: Partial<KeyRecord> = {}): KeyRecord => ({
   id: randomUUID(),
   name: 'k',
   account_id: 'a',
+  org_id: 'a',
+  service: false,
   hint: 'kr_…',
   created_at: new Date().toISOString(),
   last_used_at: null,

@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startFakeAnthropic, startFakeOpenAI } from '../fakes/index.js';
 import type { FakeUpstream, FakeWs } from '../fakes/index.js';
+import { tuned, type Tuning } from './tuning.js';
 
 export interface Harness {
   kr: RunningServer;
@@ -23,7 +24,8 @@ export interface Harness {
 
 let counter = 0;
 
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+/** `tuning`: internal values no variable sets (test/helpers/tuning.ts), e.g. a short WebSocket idle timeout. */
+export async function startHarness(env: Record<string, string> = {}, tuning: Tuning = {}): Promise<Harness> {
   const openai = await startFakeOpenAI();
   const anthropic = await startFakeAnthropic();
   const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-test-'));
@@ -38,7 +40,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       ...env,
     },
   );
-  const kr = await startServer(config);
+  const kr = await startServer(tuned(config, tuning));
   const { configStore, bus, queue } = kr.services;
   return {
     kr,

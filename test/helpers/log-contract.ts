@@ -2,7 +2,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import type { RequestLogRow } from '../../src/types.js';
-import type { LogStore, RequestFilter, RequestSummary } from '../../src/store/types.js';
+import type { LogStore, RequestFilter, RequestSort, RequestSummary } from '../../src/store/types.js';
 import { makeLogRow, toSummary } from './log-rows.js';
 
 export interface LogContext {
@@ -13,11 +13,16 @@ const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 const MIN = 60_000;
 const HOUR = 3_600_000;
 
-async function listAll(log: LogStore, f: RequestFilter, limit: number): Promise<RequestSummary[][]> {
+async function listAll(
+  log: LogStore,
+  f: RequestFilter,
+  limit: number,
+  sort?: RequestSort,
+): Promise<RequestSummary[][]> {
   const pages: RequestSummary[][] = [];
   let cursor: string | null = null;
   do {
-    const page = await log.listRequests(f, { limit, cursor });
+    const page = await log.listRequests(f, { limit, cursor, ...(sort && { sort }) });
     pages.push(page.items);
     cursor = page.next_cursor;
   } while (cursor && pages.length < 100);
@@ -110,8 +115,11 @@ export function describeLogStoreContract(ctx: LogContext): void {
     });
 
     it('skips a poison row and stores the rest of its batch', async () => {
-      const good = [0, 1, 2].map((i) => makeLogRow({ account_id: acct, at: T0 + i }));
-      const badProvider = makeLogRow({ account_id: acct, at: T0 + 10, provider: 'bogus' as 'openai' });
+      const good = [0, 1, 2].map((i) =>
+        // A named upstream's row carries its name (KEYRELAY_UPSTREAMS): any well-formed provider name.
+        makeLogRow({ account_id: acct, at: T0 + i, provider: i === 2 ? 'azure-east' : 'openai' }),
+      );
+      const badProvider = makeLogRow({ account_id: acct, at: T0 + 10, provider: '../bogus' });
       const badJson = makeLogRow({ account_id: acct, at: T0 + 11, properties: { n: 1n } as never });
       const badTime = makeLogRow({ account_id: acct, at: T0 + 12, created_at: 'yesterday' });
       const badNull = makeLogRow({ account_id: acct, at: T0 + 13, method: null as never });
@@ -127,6 +135,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(result).toEqual({ inserted: 3, rejected: 4 });
       const page = await log.listRequests({ account_id: acct }, { limit: 10 });
       expect(ids(page.items)).toEqual(ids(newestFirst(good)));
+      expect((await log.getRequest(acct, good[2]!.id))?.provider).toBe('azure-east');
     });
 
     it('round-trips WebSocket rows (socket row and response rows) and filters by connection_id', async () => {
@@ -202,6 +211,11 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await find({ key_id: 'key-2' })).toEqual(idsOf(key2));
       expect(await find({ provider: 'anthropic' })).toEqual(idsOf(anthropic));
       expect(await find({ model: 'claude-sonnet-4' })).toEqual(idsOf(anthropic));
+      expect(await find({ model: 'claude' })).toEqual([]);
+      expect(await find({ model_contains: 'Claude' })).toEqual(idsOf(anthropic));
+      expect(await find({ model_contains: 'sonnet-4' })).toEqual(idsOf(anthropic));
+      expect(await find({ model_contains: 'claude%' })).toEqual([]);
+      expect(await find({ model_contains: 'claude_sonnet' })).toEqual([]);
       expect(await find({ status: 502 })).toEqual(idsOf(failed));
       expect(await find({ outcome: 'upstream_error' })).toEqual(idsOf(failed));
       expect(
@@ -212,6 +226,8 @@ export function describeLogStoreContract(ctx: LogContext): void {
         idsOf(plain, key2, anthropic, failed, person),
       );
       expect(await find({ property: { name: 'env', value: 'nope' } })).toEqual([]);
+      expect(await find({ property: { name: 'team' } })).toEqual(idsOf(tagged));
+      expect(await find({ property: { name: 'nope' } })).toEqual([]);
       expect(await find({ end_user: 'user-9' })).toEqual(idsOf(person));
       expect(await find({ session: 'sess-9' })).toEqual(idsOf(person));
       expect(await find({ key_id: 'key-2', provider: 'openai' })).toEqual(idsOf(key2));
@@ -236,10 +252,76 @@ export function describeLogStoreContract(ctx: LogContext): void {
       );
     });
 
+    it('sorts by time, cost, tokens and latency either way, paging by keyset; unpriced last, ties by id', async () => {
+      // Few distinct values, so ties span pages; some costs and tokens unknown.
+      const rows = Array.from({ length: 23 }, (_, i) =>
+        makeLogRow({
+          account_id: acct,
+          at: T0 + i * 1000,
+          cost_usd: i % 5 === 0 ? null : [0.0000123, 0.5, 0.00007][i % 3]!,
+          input_tokens: i % 7 === 0 ? null : [10, 2000, 300][i % 3]!,
+          output_tokens: i % 4 === 0 ? null : 5,
+          latency_ms: [1234.5, 80, 99999][i % 3]!,
+        }),
+      );
+      await log.insertBatch(rows);
+      await log.insertBatch([makeLogRow({ account_id: `acct-${newId()}`, at: T0 + 500, cost_usd: 9 })]);
+      const value: Record<RequestSort['by'], (r: RequestLogRow) => number | null> = {
+        time: () => 0,
+        cost: (r) => r.cost_usd,
+        tokens: (r) => (r.input_tokens ?? 0) + (r.output_tokens ?? 0),
+        latency: (r) => r.latency_ms,
+      };
+      for (const by of ['time', 'cost', 'tokens', 'latency'] as const) {
+        for (const dir of ['asc', 'desc'] as const) {
+          const sign = dir === 'asc' ? 1 : -1;
+          const expected = [...rows].sort((a, b) => {
+            const [x, y] = [value[by](a), value[by](b)];
+            if (x === null || y === null)
+              return x === y ? sign * (a.id < b.id ? -1 : 1) : x === null ? 1 : -1;
+            return x !== y ? sign * (x - y) : sign * (a.id < b.id ? -1 : 1);
+          });
+          for (const limit of [1, 4, 7, 50]) {
+            const pages = await listAll(log, { account_id: acct }, limit, { by, dir });
+            expect([by, dir, limit, pages.flat().map((r) => r.id)]).toEqual([by, dir, limit, ids(expected)]);
+            expect(pages.length).toBe(Math.ceil(rows.length / limit));
+          }
+        }
+      }
+      // A row written between two pages lands where the sort puts it: the next page neither repeats nor
+      // skips one of the rows already there.
+      const sort: RequestSort = { by: 'cost', dir: 'desc' };
+      const first = await log.listRequests({ account_id: acct }, { limit: 5, sort });
+      const late = makeLogRow({ account_id: acct, at: T0 + 100_000, cost_usd: 0.00007 });
+      await log.insertBatch([late]);
+      const rest = await listAll(log, { account_id: acct }, 6, sort);
+      expect(rest.length).toBeGreaterThan(0);
+      let cursor = first.next_cursor;
+      const seen = [...ids(first.items)];
+      while (cursor) {
+        const page = await log.listRequests({ account_id: acct }, { limit: 6, cursor, sort });
+        seen.push(...ids(page.items));
+        cursor = page.next_cursor;
+      }
+      expect(seen.sort()).toEqual(ids([...rows, late]).sort());
+      // A sorted search (the full-text index) and a forged sorted cursor.
+      const found = await log.listRequests(
+        { account_id: acct, search: 'héllo' },
+        { limit: 50, sort: { by: 'latency', dir: 'asc' } },
+      );
+      expect(found.items.map((r) => r.latency_ms)).toEqual(
+        [...found.items.map((r) => r.latency_ms)].sort((a, b) => a - b),
+      );
+      const forged = Buffer.from(JSON.stringify(['x', 'y'])).toString('base64url');
+      await expect(
+        log.listRequests({ account_id: acct }, { limit: 5, cursor: forged, sort }),
+      ).rejects.toMatchObject({ name: 'DomainError', code: 'invalid_cursor' });
+    });
+
     it('refuses a cursor it did not issue', async () => {
       await expect(
         log.listRequests({ account_id: acct }, { limit: 5, cursor: '!!not-a-cursor' }),
-      ).rejects.toMatchObject({ name: 'InvalidFilterError', code: 'invalid_cursor' });
+      ).rejects.toMatchObject({ name: 'DomainError', code: 'invalid_cursor' });
     });
 
     it('listRecent returns the newest rows across accounts, or of one account', async () => {
@@ -331,6 +413,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
           cache_read_tokens: 6,
           cost_usd: 0.875,
           unknown_cost_requests: 1,
+          partial_cost_requests: 0,
           latency_p50_ms: 250,
           latency_p95_ms: expect.closeTo(385, 6),
         },
@@ -343,6 +426,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
           cache_read_tokens: 2,
           cost_usd: 1,
           unknown_cost_requests: 0,
+          partial_cost_requests: 0,
           latency_p50_ms: 1000,
           latency_p95_ms: 1000,
         },
@@ -411,7 +495,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
         request_counts: { total: 3, completed: 2, failed: 1 },
         output_file_id: 'file-out-1',
       });
-      const found = await log.batchByOutputFile('openai', 'file-out-1');
+      const found = await log.batchByOutputFile(a, 'openai', 'file-out-1');
       expect(found).toMatchObject({
         batch_id: id,
         key_id: 'key-a',
@@ -421,7 +505,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
         results_cost_usd: null,
         results_fetched_at: null,
       });
-      expect(await log.batchByOutputFile('anthropic', 'file-out-1')).toBeNull();
+      expect(await log.batchByOutputFile(a, 'anthropic', 'file-out-1')).toBeNull();
       const claim = {
         provider: 'openai' as const,
         batch_id: id,
@@ -451,6 +535,57 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.listBatches(`acct-${newId()}`, 10)).toEqual([]);
     });
 
+    it("keeps each account's ledger of a batch its own: owner, output file, results cost and request", async () => {
+      const a = `acct-${newId()}`;
+      const b = `acct-${newId()}`;
+      const id = `batch_${newId()}`;
+      const at = new Date(T0).toISOString();
+      const seen = {
+        provider: 'openai' as const,
+        batch_id: id,
+        key_id: 'key-a',
+        account_id: a,
+        at,
+        created_here: true,
+        status: 'completed',
+        request_counts: { total: 3, completed: 3, failed: 0 },
+        output_file_id: `file-out-${id}`,
+      };
+      await log.upsertBatch(seen);
+      // Account b shows the same batch (keys of both reach one provider organization): b's own entry.
+      await log.upsertBatch({ ...seen, key_id: 'key-b', account_id: b, created_here: false });
+      expect(await log.batchByOutputFile(b, 'openai', `file-out-${id}`)).toMatchObject({
+        key_id: 'key-b',
+        account_id: b,
+        created_here: false,
+      });
+      const claim = {
+        provider: 'openai' as const,
+        batch_id: id,
+        at,
+        cost_usd: 0.5,
+        succeeded: 3,
+        unpriced: 0,
+        broken: 0,
+      };
+      // b downloads first: that counts for b only; a's own first download still counts for a.
+      expect(
+        await log.claimBatchResults({ ...claim, key_id: 'key-b', account_id: b, request_id: 'req-b' }),
+      ).toBe(true);
+      expect(
+        await log.claimBatchResults({ ...claim, key_id: 'key-a', account_id: a, request_id: 'req-a' }),
+      ).toBe(true);
+      expect(
+        await log.claimBatchResults({ ...claim, key_id: 'key-a', account_id: a, request_id: 'req-a2' }),
+      ).toBe(false);
+      const [mine] = await log.listBatches(a, 10);
+      expect(mine).toMatchObject({ key_id: 'key-a', created_here: true, results_request_id: 'req-a' });
+      const [theirs] = await log.listBatches(b, 10);
+      expect(theirs).toMatchObject({ key_id: 'key-b', created_here: false, results_request_id: 'req-b' });
+      // A third account that never saw it has no entry to find by its output file.
+      expect(await log.batchByOutputFile(`acct-${newId()}`, 'openai', `file-out-${id}`)).toBeNull();
+    });
+
     it('counts unpriced rows (cost null) as unknown cost, never rows that bill nothing', async () => {
       const a = `acct-${newId()}`;
       await log.insertBatch([
@@ -464,11 +599,108 @@ export function describeLogStoreContract(ctx: LogContext): void {
         }),
         makeLogRow({ account_id: a, at: T0 + 3, cost_usd: 0, price_source: 'not billed' }),
         makeLogRow({ account_id: a, at: T0 + 4, cost_usd: 0.25, price_source: 'genai-prices@0.1.8' }),
+        makeLogRow({
+          account_id: a,
+          at: T0 + 5,
+          cost_usd: 0.5,
+          price_source: 'partial: genai-prices@0.1.8 has no price for image_generations ×1 on gpt-4o',
+        }),
       ]);
       const [point] = await log.usageSeries({ account_id: a }, 'day');
-      expect(point).toMatchObject({ requests: 5, cost_usd: 0.25, unknown_cost_requests: 2 });
+      expect(point).toMatchObject({
+        requests: 6,
+        cost_usd: 0.75,
+        unknown_cost_requests: 2,
+        partial_cost_requests: 1,
+      });
       const stored = await log.listRequests({ account_id: a }, { limit: 10 });
       expect(stored.items.map((r) => r.price_source)).toContain('unpriced: no model named');
+    });
+
+    it('pricingGaps counts unpriced and partial rows by provider, model and price_source, in the range', async () => {
+      // A range no other test writes in: the query spans every account.
+      const at = Date.parse('2031-05-05T00:00:00.000Z');
+      const partial = 'partial: genai-prices@0.1.8 has no price for image_generations ×1 on gpt-4o';
+      const unknown = 'unpriced: genai-prices@0.1.8 has no price for gpt-9';
+      const row = (i: number, over: Partial<RequestLogRow>) =>
+        makeLogRow({ account_id: `acct-${newId()}`, at: at + i * 1000, ...over });
+      await log.insertBatch([
+        row(0, { model: 'gpt-4o', price_source: partial, tool_uses: { image_generations: 1 } }),
+        row(1, { model: 'gpt-4o', price_source: partial, tool_uses: { image_generations: 1 } }),
+        row(2, { model: 'gpt-9', cost_usd: null, price_source: unknown }),
+        row(3, { model: 'gpt-4o', price_source: 'genai-prices@0.1.8' }),
+        row(4, { model: 'gpt-4o', cost_usd: 0, price_source: 'not billed' }),
+        row(3_600, { model: 'gpt-9', cost_usd: null, price_source: unknown }), // an hour later: outside
+      ]);
+      const from = new Date(at).toISOString();
+      const to = new Date(at + 3_600_000).toISOString();
+      expect(await log.pricingGaps(from, to)).toEqual([
+        { provider: 'openai', model: 'gpt-4o', price_source: partial, requests: 2 },
+        { provider: 'openai', model: 'gpt-9', price_source: unknown, requests: 1 },
+      ]);
+    });
+
+    it("loggedCosts sums every account's rows of the named providers by provider and model, in the range", async () => {
+      // A range no other test writes in: the query spans every account.
+      const at = Date.parse('2031-06-06T00:00:00.000Z');
+      const row = (i: number, over: Partial<RequestLogRow>) =>
+        makeLogRow({ account_id: `acct-${newId()}`, at: at + i * 1000, ...over });
+      const partial = 'partial: genai-prices@0.1.8 has no price for web_search ×1 on gpt-4o';
+      await log.insertBatch([
+        row(0, { model: 'gpt-4o', input_tokens: 10, output_tokens: 5, cost_usd: 0.25 }),
+        row(1, { model: 'gpt-4o', input_tokens: 20, output_tokens: 1, cost_usd: 0.5, price_source: partial }),
+        row(2, {
+          model: 'gpt-9',
+          input_tokens: 3,
+          output_tokens: 2,
+          cost_usd: null,
+          price_source: 'unpriced: x',
+        }),
+        row(3, {
+          provider: 'anthropic',
+          model: 'claude-sonnet-4',
+          input_tokens: 7,
+          output_tokens: 8,
+          cost_usd: 1,
+        }),
+        row(4, { provider: 'azure', model: 'gpt-4o', cost_usd: 9 }), // not a provider asked for
+        row(86_400, { model: 'gpt-4o', cost_usd: 100 }), // the next day: outside
+      ]);
+      const from = new Date(at).toISOString();
+      const to = new Date(at + 86_400_000).toISOString();
+      expect(await log.loggedCosts(from, to, ['openai', 'anthropic'])).toEqual([
+        {
+          provider: 'anthropic',
+          model: 'claude-sonnet-4',
+          requests: 1,
+          input_tokens: 7,
+          output_tokens: 8,
+          cost_usd: 1,
+          unpriced_requests: 0,
+          partial_requests: 0,
+        },
+        {
+          provider: 'openai',
+          model: 'gpt-4o',
+          requests: 2,
+          input_tokens: 30,
+          output_tokens: 6,
+          cost_usd: 0.75,
+          unpriced_requests: 0,
+          partial_requests: 1,
+        },
+        {
+          provider: 'openai',
+          model: 'gpt-9',
+          requests: 1,
+          input_tokens: 3,
+          output_tokens: 2,
+          cost_usd: 0,
+          unpriced_requests: 1,
+          partial_requests: 0,
+        },
+      ]);
+      expect(await log.loggedCosts(from, to, [])).toEqual([]);
     });
 
     it('usageBreakdown groups by model, key_id and provider, most requests first', async () => {
@@ -490,6 +722,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
           cache_read_tokens: 8,
           cost_usd: 1.375,
           unknown_cost_requests: 1,
+          partial_cost_requests: 0,
           latency_p50_ms: 300,
           latency_p95_ms: expect.closeTo(910, 6),
         },
@@ -502,6 +735,7 @@ export function describeLogStoreContract(ctx: LogContext): void {
           cache_read_tokens: 0,
           cost_usd: 0.5,
           unknown_cost_requests: 0,
+          partial_cost_requests: 0,
           latency_p50_ms: 300,
           latency_p95_ms: 300,
         },
@@ -513,6 +747,73 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(byProvider.map((r) => [r.group, r.requests])).toEqual([
         ['openai', 4],
         ['anthropic', 1],
+      ]);
+    });
+
+    it('usageBreakdown groups by end user, session, credential and a property’s value ("" for none)', async () => {
+      const a = `acct-${newId()}`;
+      const rows: Partial<RequestLogRow>[] = [
+        {
+          end_user: 'alice',
+          session: 's1',
+          credential_fingerprint: 'fp-a',
+          properties: { env: 'prod' },
+          cost_usd: 1,
+        },
+        {
+          end_user: 'alice',
+          session: 's1',
+          credential_fingerprint: 'fp-a',
+          properties: { env: 'dev' },
+          cost_usd: 2,
+        },
+        {
+          end_user: 'bob',
+          session: 's2',
+          credential_fingerprint: 'fp-b',
+          properties: { env: 'prod' },
+          cost_usd: 4,
+        },
+        { end_user: null, session: null, credential_fingerprint: null, properties: {}, cost_usd: 8 },
+        {
+          end_user: 'bob',
+          session: 's2',
+          credential_fingerprint: 'fp-a',
+          properties: { 'it\'s "odd"': 'x' },
+          cost_usd: 16,
+        },
+      ];
+      await log.insertBatch(rows.map((r, i) => makeLogRow({ ...r, account_id: a, at: T0 + i })));
+      const sums = async (by: Parameters<LogStore['usageBreakdown']>[1]) =>
+        (await log.usageBreakdown({ account_id: a }, by)).map((r) => [r.group, r.requests, r.cost_usd]);
+      expect(await sums('end_user')).toEqual([
+        ['alice', 2, 3],
+        ['bob', 2, 20],
+        ['', 1, 8],
+      ]);
+      expect(await sums('session')).toEqual([
+        ['s1', 2, 3],
+        ['s2', 2, 20],
+        ['', 1, 8],
+      ]);
+      expect(await sums('credential_fingerprint')).toEqual([
+        ['fp-a', 3, 19],
+        ['', 1, 8],
+        ['fp-b', 1, 4],
+      ]);
+      expect(await sums({ property: 'env' })).toEqual([
+        ['', 2, 24],
+        ['prod', 2, 5],
+        ['dev', 1, 2],
+      ]);
+      expect(await sums({ property: 'it\'s "odd"' })).toEqual([
+        ['', 4, 15],
+        ['x', 1, 16],
+      ]);
+      const bobs = await log.usageBreakdown({ account_id: a, end_user: 'bob' }, { property: 'env' });
+      expect(bobs.map((r) => [r.group, r.requests])).toEqual([
+        ['', 1],
+        ['prod', 1],
       ]);
     });
   });
@@ -531,6 +832,32 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.spendSince(key, new Date(T0 - 1).toISOString())).toBeCloseTo(101.75, 12);
       expect(await log.spendSince(key, new Date(T0 + 3 * HOUR).toISOString())).toBe(0);
       expect(await log.spendSince(`none-${key}`, new Date(T0).toISOString())).toBe(0);
+    });
+
+    it("with an end user, sums that end user's rows of the key alone, never the key's hourly spend", async () => {
+      const key = `key-${newId()}`;
+      const since = new Date(T0).toISOString();
+      await log.insertBatch([
+        makeLogRow({ account_id: acct, key_id: key, at: T0 - 1, cost_usd: 100, end_user: 'alice' }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0, cost_usd: 0.25, end_user: 'alice' }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0 + HOUR, cost_usd: 1.5, end_user: 'alice' }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0 + HOUR, cost_usd: 3, end_user: 'Alice' }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0 + HOUR, cost_usd: 5, end_user: null }),
+        makeLogRow({ account_id: acct, key_id: key, at: T0 + HOUR, cost_usd: 0.5, end_user: 'ünï "cödé"' }),
+        makeLogRow({
+          account_id: acct,
+          key_id: `other-${key}`,
+          at: T0 + HOUR,
+          cost_usd: 7,
+          end_user: 'alice',
+        }),
+      ]);
+      await log.addSpend([{ key_id: key, hour: since, nanos: 9_000_000_000 }]);
+      expect(await log.spendSince(key, since, 'alice')).toBeCloseTo(1.75, 12);
+      expect(await log.spendSince(key, since, 'Alice')).toBe(3);
+      expect(await log.spendSince(key, since, 'ünï "cödé"')).toBe(0.5);
+      expect(await log.spendSince(key, since, 'nobody')).toBe(0);
+      expect(await log.spendSince(key, since)).toBeCloseTo(19.25, 12);
     });
 
     // What budgets read with the request log off (src/log/spend-rollup.ts): hourly sums instead of rows.
@@ -554,25 +881,30 @@ export function describeLogStoreContract(ctx: LogContext): void {
   });
 
   describe('prune', () => {
-    it('deletes rows before `before` and strips bodies before `bodiesBefore`', async () => {
+    it("deletes rows before `before` and strips the bodies of each account's rows before its cutoff", async () => {
       const old = Date.parse('2001-01-01T00:00:00.000Z');
+      const other = `other-${acct}`;
       const rows = Array.from({ length: 12 }, (_, i) => makeLogRow({ account_id: acct, at: old + i * HOUR }));
-      await log.insertBatch(rows);
-      const before = await log.count();
-      const result = await log.prune(
-        new Date(old + 5 * HOUR).toISOString(),
-        new Date(old + 8 * HOUR).toISOString(),
+      const others = Array.from({ length: 12 }, (_, i) =>
+        makeLogRow({ account_id: other, at: old + i * HOUR }),
       );
-      expect(result).toEqual({ deleted: 5 });
-      expect(await log.count()).toBe(before - 5);
+      await log.insertBatch([...rows, ...others]);
+      const before = await log.count();
+      const result = await log.prune(new Date(old + 5 * HOUR).toISOString(), [
+        { account_id: acct, before: new Date(old + 8 * HOUR).toISOString() },
+      ]);
+      expect(result).toEqual({ deleted: 10 });
+      expect(await log.count()).toBe(before - 10);
       for (const [i, r] of rows.entries()) {
         const got = await log.getRequest(acct, r.id);
         if (i < 5) expect(got).toBeNull();
         else if (i < 8) expect(got).toEqual({ ...r, request_body: null, response_body: null });
         else expect(got).toEqual(r);
       }
+      // Another account's rows keep their bodies as long as the rows.
+      for (const r of others.slice(5)) expect(await log.getRequest(other, r.id)).toEqual(r);
       expect(await log.prune(new Date(old + 5 * HOUR).toISOString())).toEqual({ deleted: 0 });
-      expect(await log.prune(new Date(old + 12 * HOUR).toISOString())).toEqual({ deleted: 7 });
+      expect(await log.prune(new Date(old + 12 * HOUR).toISOString())).toEqual({ deleted: 14 });
     });
 
     it("keeps keys' hourly spend 62 days whatever the retention, and drops it with the rows past that", async () => {
@@ -690,6 +1022,10 @@ export function describeLogSearchContract(ctx: LogContext): void {
       expect(await find('messages')).toContain(b!.id); // path /v1/messages
       expect(await find('données')).toEqual([b!.id]);
       expect(await find('tabby zebra')).toEqual([]); // every word must match
+      expect((await find('tabby OR zebra')).sort()).toEqual([a!.id, b!.id].sort()); // or either side of OR
+      expect((await find('tabby cat OR crossing zebra')).sort()).toEqual([a!.id, b!.id].sort());
+      expect(await find('tabby or zebra')).toEqual([]); // only capital OR is the operator
+      expect(await find('OR')).toEqual([]); // an operator alone is a word: no row says "or"
       expect(await find('nothing-like-this')).toEqual([]);
     });
 
@@ -697,7 +1033,8 @@ export function describeLogSearchContract(ctx: LogContext): void {
       const [a] = await seed();
       expect(await find('cat', { provider: 'openai' })).toEqual([a!.id]);
       expect(await find('cat', { provider: 'anthropic' })).toEqual([]);
-      expect(await find('"tabby" OR * NEAR( -cat')).toEqual([]);
+      expect(await find('"tabby" NEAR( -cat *')).toEqual([]);
+      expect(await find('tabby AND cat')).toEqual([a!.id]);
       expect(await find('tabby*')).toEqual([a!.id]);
       // Only punctuation: no words, so no search condition at all.
       expect((await find('***')).length).toBe(3);
@@ -739,7 +1076,9 @@ export function describeLogSearchContract(ctx: LogContext): void {
       expect(await find('chatcmpl-9zY laughs')).toEqual([r.id]);
       const { response_search_text: _, ...shown } = r;
       expect(await log.getRequest(acct, r.id)).toEqual(shown);
-      await log.prune('1990-01-01T00:00:00.000Z', new Date(old + 1).toISOString());
+      await log.prune('1990-01-01T00:00:00.000Z', [
+        { account_id: acct, before: new Date(old + 1).toISOString() },
+      ]);
       expect(await find('kookaburra')).toEqual([]);
       expect(await log.getRequest(acct, r.id)).toEqual({ ...shown, request_body: null, response_body: null });
       await log.prune(new Date(old + 1).toISOString());
@@ -752,7 +1091,9 @@ export function describeLogSearchContract(ctx: LogContext): void {
       const r = makeLogRow({ account_id: acct, at: old, request_body: body('quokka sighting') });
       await log.insertBatch([r]);
       expect(await find('quokka')).toEqual([r.id]);
-      await log.prune('1990-01-01T00:00:00.000Z', new Date(old + 1).toISOString());
+      await log.prune('1990-01-01T00:00:00.000Z', [
+        { account_id: acct, before: new Date(old + 1).toISOString() },
+      ]);
       expect(await find('quokka')).toEqual([]);
       expect(await find('gpt')).toContain(r.id); // the model is still searchable
     });

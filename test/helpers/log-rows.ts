@@ -52,7 +52,9 @@ export function makeLogRow(over: Partial<RequestLogRow> & { at?: number } = {}):
     ws_close_code: null,
     ws_close_reason: null,
     error_message: null,
+    tool_uses: null,
     ...rest,
+    org_id: rest.org_id ?? rest.account_id ?? 'acct-1',
   };
 }
 
@@ -87,4 +89,27 @@ export function fillLog(path: string, n: number, over: Parameters<typeof makeLog
      INSERT INTO requests (${cols}) SELECT ${copied} FROM n, requests WHERE requests.id = '${row.id}'`,
   );
   db.close();
+}
+
+/**
+ * Rows as a keyrelay before organizations (log migration 13) wrote them, without `org_id`: one INSERT per
+ * row for a database still on an older schema, with `?` (SQLite) or `$n` (PostgreSQL) placeholders.
+ */
+export function insertsBeforeOrgs(
+  rows: readonly RequestLogRow[],
+  dialect: 'sqlite' | 'pg',
+): { sql: string; values: unknown[] }[] {
+  // The log's columns before organizations (log migration 13) and tool uses (11).
+  const cols = LOG_COLUMNS.filter((c) => c !== 'org_id' && c !== 'tool_uses');
+  const marks = cols.map((_, i) => (dialect === 'sqlite' ? '?' : `$${i + 1}`)).join(', ');
+  const sql = `INSERT INTO requests (${cols.join(', ')}) VALUES (${marks})`;
+  return rows.map((row) => ({
+    sql,
+    values: cols.map((c) => {
+      const v = row[c];
+      if (typeof v === 'boolean') return dialect === 'sqlite' ? (v ? 1 : 0) : v;
+      if (v !== null && typeof v === 'object') return JSON.stringify(v);
+      return v ?? null;
+    }),
+  }));
 }

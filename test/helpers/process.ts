@@ -1,11 +1,21 @@
 /** Runs the keyrelay CLI as a child process (from source, through tsx), as an operator would. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { Tuning } from './tuning.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ENTRY = ['--import', 'tsx', 'src/cli/main.ts'];
+/** The node flags `npm start` gives keyrelay serve (package.json), so tests run it as operators do. */
+export const START_FLAGS: string[] = [
+  ...(
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start.matchAll(/\s(--[a-z-]+)(?=\s)/g),
+].map((m) => m[1]!);
 
 export interface CliResult {
   code: number | null;
@@ -52,6 +62,22 @@ export interface ServeOptions {
   wrap?: string[];
   /** Run the built CLI (bin/keyrelay.js → dist/; `npm run build` first) instead of the sources via tsx. */
   built?: boolean;
+  /**
+   * Internal values no variable sets (a test's short TTL, a higher throttle), merged over the loaded
+   * configuration one level deep: serve runs through test/helpers/serve-tuned.ts instead of the CLI.
+   */
+  tuning?: Tuning;
+}
+
+/** Node's arguments for `keyrelay serve` with internal values no variable sets (serve-tuned.ts). */
+export function tunedServe(tuning: Tuning, built = false): string[] {
+  return [
+    '--import',
+    'tsx',
+    'test/helpers/serve-tuned.ts',
+    JSON.stringify(tuning),
+    ...(built ? ['built'] : []),
+  ];
 }
 
 /** `keyrelay serve` on a free port; resolves once it logs that it is listening. */
@@ -59,9 +85,13 @@ export async function startServeProcess(
   env: Record<string, string>,
   opts: ServeOptions = {},
 ): Promise<ServeProcess> {
-  const entry = opts.built ? ['bin/keyrelay.js'] : ENTRY;
-  const [command, ...args] = [...(opts.wrap ?? []), process.execPath, ...entry, 'serve'];
-  const child = spawn(command, args, {
+  const entry = opts.tuning
+    ? tunedServe(opts.tuning, opts.built)
+    : opts.built
+      ? ['bin/keyrelay.js', 'serve']
+      : [...ENTRY, 'serve'];
+  const [command, ...args] = [...(opts.wrap ?? []), process.execPath, ...START_FLAGS, ...entry];
+  const child = spawn(command!, args, {
     cwd: ROOT,
     // The "listening" line is logged at info: never start quieter than that.
     env: {

@@ -18,6 +18,12 @@ import { RequestDetailPage } from './pages/request-detail.js';
 import { ConnectionDetailPage } from './pages/connection-detail.js';
 import { RequestsPage } from './pages/requests.js';
 import { SettingsPage } from './pages/settings.js';
+import { InvitePage } from './pages/invite.js';
+import { TeamPage } from './pages/team.js';
+import { AlertsPage } from './pages/alerts.js';
+import { AuditPage } from './pages/audit.js';
+import { CredentialsPage } from './pages/credentials.js';
+import { ReconcilePage } from './pages/reconcile.js';
 import { matchPath, navigate, useLocation } from './router.js';
 import { SessionContext, type Session } from './session.js';
 
@@ -61,8 +67,10 @@ export function App() {
   }, []);
 
   const isPublic = PUBLIC_PATHS.includes(pathname);
+  // An invitation link says what it is for before anyone signs in.
+  const isInvite = pathname === '/invite';
   useEffect(() => {
-    if (account === null && !isPublic && info) {
+    if (account === null && !isPublic && !isInvite && info) {
       const next = pathname === '/' ? '' : `?next=${encodeURIComponent(pathname + search)}`;
       // A fresh install has nobody to log in: open on sign-up, as the README says.
       const start = info?.fresh_install && info.signup !== 'closed' ? '/signup' : '/login';
@@ -70,7 +78,7 @@ export function App() {
     } else if (account && isPublic) {
       navigate(safeNext(query.get('next')), { replace: true });
     }
-  }, [account, isPublic, pathname, search, query, info]);
+  }, [account, isPublic, isInvite, pathname, search, query, info]);
 
   const signOut = useCallback(async () => {
     try {
@@ -99,6 +107,7 @@ export function App() {
   }
   if (!info || account === undefined) return <LoadingState label="Loading keyrelay…" />;
 
+  if (isInvite && !session) return <InvitePage signedIn={false} />;
   if (isPublic || !session) {
     if (!isPublic) return <LoadingState />;
     return (
@@ -109,7 +118,8 @@ export function App() {
           if (key) setRevealedKey(key);
           setNotices(signupNotices);
           setAccount(acc);
-          navigate(key ? '/' : safeNext(query.get('next')), { replace: true });
+          const next = safeNext(query.get('next'));
+          navigate(key && next !== '/invite' ? '/' : next, { replace: true });
         }}
       />
     );
@@ -124,7 +134,13 @@ export function App() {
   else if (detail) page = <RequestDetailPage id={detail.id!} />;
   else if (connection) page = <ConnectionDetailPage id={connection.id!} />;
   else if (pathname === '/usage') page = <UsagePage />;
+  else if (pathname === '/credentials') page = <CredentialsPage />;
   else if (pathname === '/settings') page = <SettingsPage />;
+  else if (pathname === '/team') page = <TeamPage />;
+  else if (pathname === '/audit') page = <AuditPage />;
+  else if (pathname === '/reconcile') page = <ReconcilePage />;
+  else if (pathname === '/alerts') page = <AlertsPage />;
+  else if (isInvite) page = <InvitePage signedIn />;
   else page = <NotFoundPage />;
 
   return (

@@ -15,6 +15,8 @@ import './styles/narrow.css';
 import './styles/date-range.css';
 import './styles/bodies.css';
 import './styles/notices.css';
+import './styles/team.css';
+import './styles/reconcile.css';
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

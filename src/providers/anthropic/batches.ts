@@ -1,5 +1,5 @@
 /** Anthropic Message Batches: https://docs.anthropic.com/en/api/creating-message-batches */
-import { isRecord, num } from '../../usage/normalize.js';
+import { isRecord, num } from '../../usage/index.js';
 import type { BatchSupport } from '../types.js';
 import { MESSAGES_USAGE } from './usage.js';
 
@@ -36,7 +36,7 @@ export const ANTHROPIC_BATCHES: BatchSupport = {
     return {
       succeeded: true,
       model: typeof message.model === 'string' ? message.model : null,
-      counts: MESSAGES_USAGE.json(message.usage).counts,
+      counts: MESSAGES_USAGE.json(message.usage, message).counts,
     };
   },
   // "all usage is charged at 50% of the standard API prices": https://docs.anthropic.com/en/docs/build-with-claude/batch-processing
@@ -45,4 +45,16 @@ export const ANTHROPIC_BATCHES: BatchSupport = {
     documented: 'https://docs.anthropic.com/en/docs/build-with-claude/batch-processing',
   },
   resultsUrlField: 'results_url',
+  // {"requests": [{"custom_id", "params": {"model", …}}]}
+  creation(body) {
+    const requests = Array.isArray(body.requests) ? (body.requests as unknown[]) : [];
+    return {
+      models: requests.map((r) => {
+        const params = isRecord(r) ? r.params : null;
+        return isRecord(params) && typeof params.model === 'string' && params.model !== ''
+          ? params.model
+          : null;
+      }),
+    };
+  },
 };

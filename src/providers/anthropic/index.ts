@@ -1,6 +1,7 @@
 /** Anthropic: https://docs.anthropic.com/en/api */
-import type { ProviderModule } from '../types.js';
+import { readRateLimits, type ProviderModule } from '../types.js';
 import { ANTHROPIC_BATCHES } from './batches.js';
+import { readClaudeCodeUserId } from './claude-code.js';
 import { MESSAGES_USAGE } from './usage.js';
 
 /** Anthropic's error `type` for a status: https://docs.anthropic.com/en/api/errors */
@@ -17,10 +18,22 @@ const ERROR_TYPES: Record<number, string> = {
   504: 'timeout_error',
 };
 
-export const anthropic: ProviderModule = {
+function metadataUserId(body: Record<string, unknown>): string | null {
+  const metadata = body.metadata;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return null;
+  const id = (metadata as Record<string, unknown>).user_id;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
+export const anthropic: ProviderModule<'anthropic'> = {
   id: 'anthropic',
   route: 'anthropic',
+  genAiName: 'anthropic',
   priceProviderId: 'anthropic',
+  freeToolFees: {
+    web_fetches:
+      'https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-fetch-tool#usage-and-pricing',
+  },
   // The SDK sends `x-api-key`, or `Authorization: Bearer` with an auth token.
   credentialHeaders: ['x-api-key', 'authorization'],
   endpoints: [
@@ -32,11 +45,25 @@ export const anthropic: ProviderModule = {
     { match: /\/models(?:\/[^/]+)?$/, class: 'models', usage: null },
   ],
   endUser: (body) => {
-    const metadata = body.metadata;
-    if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return null;
-    const id = (metadata as Record<string, unknown>).user_id;
-    return typeof id === 'string' && id !== '' ? id : null;
+    const id = metadataUserId(body);
+    if (id === null) return null;
+    // Claude Code's value holds its session too: the end user is the account (or installation) alone.
+    const claudeCode = readClaudeCodeUserId(id);
+    return claudeCode ? claudeCode.user : id;
   },
+  clientSession: (header, body) => {
+    const id = body ? metadataUserId(body) : null;
+    return (
+      header('x-claude-code-session-id') ?? (id === null ? null : readClaudeCodeUserId(id)?.session) ?? null
+    );
+  },
+  // https://docs.anthropic.com/en/api/rate-limits#response-headers
+  rateLimits: (headers) =>
+    readRateLimits(
+      headers,
+      ['requests', 'tokens', 'input_tokens', 'output_tokens'],
+      (name, part) => `anthropic-ratelimit-${name.replace('_', '-')}-${part}`,
+    ),
   errorBody: (err) =>
     JSON.stringify({
       type: 'error',

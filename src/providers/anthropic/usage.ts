@@ -1,8 +1,20 @@
 /** Anthropic's usage objects and SSE events (Messages, legacy Complete). */
-import { addAnthropicBlockText, type OutputCounter } from '../../usage/estimate.js';
-import { findUsageObject, isRecord, modelInHead, num, sub, type TokenCounts } from '../../usage/normalize.js';
-import { addStringFields } from '../../usage/stream-reader.js';
-import type { Reported, SseEventReader, UsageReader } from '../types.js';
+import {
+  addAnthropicBlockText,
+  addStringFields,
+  findUsageObject,
+  isRecord,
+  modelInHead,
+  noteFinishReason,
+  num,
+  type OutputCounter,
+  type Reported,
+  type SseEventReader,
+  sub,
+  type TokenCounts,
+  type ToolUses,
+  type UsageReader,
+} from '../../usage/index.js';
 
 /** Anthropic parts as reported (input_tokens excludes cache reads and writes there). */
 export interface AnthropicParts {
@@ -12,17 +24,62 @@ export interface AnthropicParts {
   cacheWrite1h: number | null;
   cacheRead: number | null;
   output: number | null;
+  /** `server_tool_use`: each `<tool>_requests` count, cumulative like the rest. */
+  serverTools: ToolUses;
+  /** The response ran code in a container (its `container` member), billed by container time. */
+  container: boolean;
 }
 
 export function emptyAnthropicParts(): AnthropicParts {
-  return { input: null, cacheWrite: null, cacheWrite1h: null, cacheRead: null, output: null };
+  return {
+    input: null,
+    cacheWrite: null,
+    cacheWrite1h: null,
+    cacheRead: null,
+    output: null,
+    serverTools: {},
+    container: false,
+  };
+}
+
+/**
+ * `usage.server_tool_use` counts (https://docs.anthropic.com/en/api/messages: `web_search_requests`,
+ * `web_fetch_requests`) as fees. A count the API adds later is kept under its own name, so it shows as a
+ * fee without a price rather than vanishing.
+ */
+const SERVER_TOOL_FEES: Readonly<Record<string, string>> = {
+  web_search_requests: 'web_searches',
+  web_fetch_requests: 'web_fetches',
+};
+
+function mergeServerToolUse(into: ToolUses, u: unknown): boolean {
+  if (!isRecord(u)) return false;
+  let seen = false;
+  for (const [field, value] of Object.entries(u)) {
+    const n = num(value);
+    if (n === null || !field.endsWith('_requests')) continue;
+    const fee = SERVER_TOOL_FEES[field] ?? field;
+    if (n > 0) into[fee] = n;
+    else delete into[fee];
+    seen = true;
+  }
+  return seen;
+}
+
+/**
+ * A message's `container` (code execution, skills): Anthropic bills the container's running time, which
+ * the response does not report, so the call counts one container use.
+ * https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/code-execution-tool#usage-and-pricing
+ */
+export function noteAnthropicContainer(into: AnthropicParts, container: unknown): void {
+  if (isRecord(container) && typeof container.id === 'string') into.container = true;
 }
 
 /** Merge a (possibly partial, cumulative) Anthropic usage object into the parts seen so far. */
 export function mergeAnthropicUsage(into: AnthropicParts, u: unknown): boolean {
   if (!isRecord(u)) return false;
   let seen = false;
-  const take = (key: keyof AnthropicParts, v: unknown) => {
+  const take = (key: 'input' | 'cacheWrite' | 'cacheWrite1h' | 'cacheRead' | 'output', v: unknown) => {
     const n = num(v);
     if (n !== null) {
       into[key] = n;
@@ -34,6 +91,7 @@ export function mergeAnthropicUsage(into: AnthropicParts, u: unknown): boolean {
   take('cacheWrite1h', sub(u.cache_creation, 'ephemeral_1h_input_tokens'));
   take('cacheRead', u.cache_read_input_tokens);
   take('output', u.output_tokens);
+  if (mergeServerToolUse(into.serverTools, u.server_tool_use)) seen = true;
   return seen;
 }
 
@@ -49,7 +107,14 @@ export function anthropicCounts(parts: AnthropicParts): TokenCounts {
     ...(cacheWrite1h > 0 ? { cache_write_1h_tokens: cacheWrite1h } : {}),
     output_tokens: parts.output,
     reasoning_tokens: null, // Anthropic counts thinking inside output_tokens and does not split it out
+    ...toolUses(parts),
   };
+}
+
+function toolUses(parts: AnthropicParts): { tool_uses?: ToolUses } {
+  const uses: ToolUses = { ...parts.serverTools };
+  if (parts.container) uses.code_execution_containers = 1;
+  return Object.keys(uses).length > 0 ? { tool_uses: uses } : {};
 }
 
 const TEXT_FIELDS = /"(?:text|thinking|partial_json)"\s*:\s*"/g;
@@ -64,6 +129,7 @@ class MessagesStream implements SseEventReader {
   private seen = false;
   private final = false;
   private model: string | null = null;
+  private readonly reasons: string[] = [];
   constructor(private readonly output: OutputCounter) {}
 
   private noteModel(m: unknown): void {
@@ -82,9 +148,14 @@ class MessagesStream implements SseEventReader {
         if (isRecord(data.message)) {
           this.noteModel(data.message.model);
           this.seen = mergeAnthropicUsage(this.parts, data.message.usage) || this.seen;
+          noteAnthropicContainer(this.parts, data.message.container);
         }
         break;
       case 'message_delta':
+        if (isRecord(data.delta)) {
+          noteAnthropicContainer(this.parts, data.delta.container);
+          noteFinishReason(this.reasons, data.delta.stop_reason, 0);
+        }
         // Cumulative counts: the latest value of each field wins.
         if (mergeAnthropicUsage(this.parts, data.usage)) {
           this.seen = true;
@@ -110,15 +181,27 @@ class MessagesStream implements SseEventReader {
   }
 
   reported(): Reported {
-    return { counts: this.seen ? anthropicCounts(this.parts) : null, model: this.model, final: this.final };
+    return {
+      counts: this.seen ? anthropicCounts(this.parts) : null,
+      model: this.model,
+      final: this.final,
+      finishReasons: this.reasons.length > 0 ? this.reasons : undefined,
+    };
   }
 }
 
 export const MESSAGES_USAGE: UsageReader = {
-  json(usage) {
+  json(usage, body) {
     const parts = emptyAnthropicParts();
     const seen = mergeAnthropicUsage(parts, usage);
+    noteAnthropicContainer(parts, body?.container);
     return { counts: seen ? anthropicCounts(parts) : null, final: seen };
+  },
+  bodyMembers: ['container', 'stop_reason'],
+  finishReasons(body) {
+    const reasons: string[] = [];
+    noteFinishReason(reasons, body.stop_reason);
+    return reasons;
   },
   sse: (o) => new MessagesStream(o),
   generatesOutput: true,

@@ -1,7 +1,7 @@
 /** OpenAI Batch API: https://platform.openai.com/docs/api-reference/batch */
-import { isRecord, num } from '../../usage/normalize.js';
+import { isRecord, num } from '../../usage/index.js';
 import type { BatchSupport } from '../types.js';
-import { normalizeOpenAIUsage } from './usage.js';
+import { CHAT_USAGE, RESPONSES_USAGE } from './usage.js';
 
 const COLLECTION = /\/batches$/;
 const ONE = /\/batches\/([^/]+)(?:\/cancel)?$/;
@@ -37,9 +37,20 @@ export const OPENAI_BATCHES: BatchSupport = {
     return {
       succeeded: true,
       model: typeof body.model === 'string' ? body.model : null,
-      counts: normalizeOpenAIUsage(body.usage),
+      // A batch line's body is a chat completion or a Responses object, as its endpoint answers.
+      counts: (Array.isArray(body.output) ? RESPONSES_USAGE : CHAT_USAGE).json(body.usage, body).counts,
     };
   },
   // "The Batch API … at a 50% discount": https://platform.openai.com/docs/guides/batch
   discount: { factor: 0.5, documented: 'https://platform.openai.com/docs/guides/batch' },
+  // {"input_file_id", "endpoint", "completion_window", "metadata"?}: the requests are in the file.
+  creation: (body) => ({ inputFile: typeof body.input_file_id === 'string' ? body.input_file_id : null }),
+  // {"custom_id", "method", "url", "body": {"model", …}}
+  inputLineModel(line) {
+    const body = line.body;
+    return isRecord(body) && typeof body.model === 'string' && body.model !== '' ? body.model : null;
+  },
+  // https://platform.openai.com/docs/api-reference/files/create: `file` and `purpose` ("batch" for batches).
+  uploads: { path: /^\/v1\/files$/, isInput: (fields) => fields.purpose === 'batch' },
+  fileContentPath: (fileId) => `/v1/files/${encodeURIComponent(fileId)}/content`,
 };

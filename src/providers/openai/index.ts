@@ -1,5 +1,5 @@
 /** OpenAI: https://platform.openai.com/docs/api-reference */
-import type { ProviderModule } from '../types.js';
+import { readRateLimits, type ProviderModule } from '../types.js';
 import { OPENAI_BATCHES } from './batches.js';
 import { IMAGES_USAGE, SPEECH_USAGE, TRANSCRIPTION_USAGE } from './media-usage.js';
 import { OPENAI_SOCKET } from './socket.js';
@@ -7,10 +7,12 @@ import { CHAT_USAGE, EMBEDDINGS_USAGE, RESPONSES_USAGE } from './usage.js';
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 
-export const openai: ProviderModule = {
+export const openai: ProviderModule<'openai'> = {
   id: 'openai',
   route: 'openai',
+  genAiName: 'openai',
   priceProviderId: 'openai',
+  freeToolFees: {},
   // An OpenAI-compatible upstream may take the key as `x-api-key` (some gateways do); it wins when both come.
   credentialHeaders: ['x-api-key', 'authorization'],
   // Matched at the path's end, so a base URL with or without /v1 (or a deployment prefix) classifies alike.
@@ -30,6 +32,12 @@ export const openai: ProviderModule = {
     { match: /\/realtime(?:\/|$)/, class: 'realtime', usage: null },
   ],
   endUser: (body) => str(body.user) ?? str(body.safety_identifier),
+  // Codex sends its conversation's id as `session_id` on every request (older versions also as
+  // `conversation_id`): codex-rs/codex-api/src/requests/headers.rs.
+  clientSession: (header) => header('session_id') ?? header('conversation_id'),
+  // https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers
+  rateLimits: (headers) =>
+    readRateLimits(headers, ['requests', 'tokens'], (name, part) => `x-ratelimit-${part}-${name}`),
   errorBody: (err) =>
     JSON.stringify({ error: { message: err.message, type: 'keyrelay_error', code: err.code } }),
   socket: OPENAI_SOCKET,

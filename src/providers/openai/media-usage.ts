@@ -3,10 +3,18 @@
  * Their usage objects differ from chat's (`input_tokens` with `input_token(s)_details`, or a duration), and
  * their streams are typed events whose big payloads (base64 audio and images) are never parsed.
  */
-import type { OutputCounter } from '../../usage/estimate.js';
-import { findUsageObject, isRecord, num, sub, type TokenCounts } from '../../usage/normalize.js';
-import { addStringFields } from '../../usage/stream-reader.js';
-import type { Reported, SseEventReader, UsageReader } from '../types.js';
+import {
+  addStringFields,
+  findUsageObject,
+  isRecord,
+  num,
+  type OutputCounter,
+  type Reported,
+  type SseEventReader,
+  sub,
+  type TokenCounts,
+  type UsageReader,
+} from '../../usage/index.js';
 
 const NO_TOKENS: TokenCounts = {
   input_tokens: null,

@@ -4,8 +4,9 @@
  *   Realtime:            https://platform.openai.com/docs/api-reference/realtime-server-events
  *   Responses WS mode:   https://developers.openai.com/api/reference/resources/responses/websocket-events
  */
-import type { Usage } from '../../usage/types.js';
+import type { Usage } from '../../usage/index.js';
 import type { SocketEvents, SocketProtocol } from '../types.js';
+import { responsesToolUses } from './tools.js';
 
 function protocolOf(path: string): SocketProtocol {
   if (/^\/v1\/realtime(?:$|[/?])/.test(path)) return 'realtime';
@@ -35,16 +36,17 @@ function peekServerType(data: Buffer): string | null {
 
 /**
  * A caller's response.create, or null. Callers are not trusted to put `type` first, nor to spell it without
- * escapes: a message that could be one (names it, or holds any \u escape) is parsed in full, so the limits
- * cannot be slipped past by reordering or escaping.
+ * escapes: a message that could be one (names it, or holds any \u escape) is parsed in full, whatever its
+ * size (ws bounds it), so the limits cannot be slipped past by reordering, escaping or padding; one that
+ * does not parse is 'unreadable'.
  */
-function parseClientCreate(data: Buffer): Record<string, unknown> | null {
+function parseClientCreate(data: Buffer): Record<string, unknown> | null | 'unreadable' {
   if (!data.includes('response.create') && !data.includes('\\u')) return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(data.toString('utf8'));
   } catch {
-    return null;
+    return 'unreadable';
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
   return (parsed as { type?: unknown }).type === 'response.create'
@@ -82,6 +84,11 @@ function usageFromResponse(response: Record<string, unknown>, model: string | nu
   if (inAudio !== null) usage.input_audio_tokens = inAudio;
   if (cachedAudio !== null) usage.cache_read_audio_tokens = cachedAudio;
   if (outAudio !== null) usage.output_audio_tokens = outAudio;
+  const tools = responsesToolUses(response);
+  if (tools) usage.tool_uses = tools;
+  // Realtime's response.done and the Responses end events say how the response ended in `status`, as the
+  // HTTP Responses API does (usage/response-tap reads the same for it).
+  if (typeof response.status === 'string' && response.status) usage.finish_reasons = [response.status];
   return usage;
 }
 

@@ -4,8 +4,6 @@
  */
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ProxyError, renderProxyError } from '../../errors.js';
-import type { Provider } from '../../types.js';
 import { forwardRequestHeaders } from '../headers.js';
 
 /** The browser form of the key: a subprotocol entry, since a browser cannot set headers on a WebSocket. */
@@ -77,7 +75,7 @@ export function handshakeProblem(req: IncomingMessage): string | null {
   return null;
 }
 
-/** Writes a complete HTTP/1.1 response on a not-upgraded socket and closes it once sent. */
+/** Writes a complete HTTP/1.1 response on a not-upgraded socket and closes it once sent (framing is ours). */
 export function writeRawResponse(
   socket: Duplex,
   status: number,
@@ -87,28 +85,13 @@ export function writeRawResponse(
 ): void {
   if (socket.destroyed || !socket.writable) return void socket.destroy();
   let head = `HTTP/1.1 ${status} ${statusMessage ?? STATUS_CODES[status] ?? ''}\r\n`;
-  for (const [name, value] of headers) head += `${name}: ${value}\r\n`;
+  for (const [name, value] of headers) {
+    if (name.toLowerCase() !== 'content-length') head += `${name}: ${value}\r\n`;
+  }
   head += `content-length: ${body.length}\r\nconnection: close\r\n\r\n`;
   socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]));
   // A caller that never reads must not keep the socket for ever.
   setTimeout(() => socket.destroy(), 5_000).unref();
-}
-
-/** keyrelay's own refusal before the upgrade: the provider's error shape and x-keyrelay-error, as for HTTP. */
-export function writeRefusal(
-  socket: Duplex,
-  provider: Provider | null,
-  err: ProxyError,
-  requestId: string,
-): void {
-  const body = Buffer.from(renderProxyError(provider, err));
-  const headers: [string, string][] = [
-    ['content-type', 'application/json'],
-    ['x-keyrelay-error', err.code],
-    ['x-keyrelay-request-id', requestId],
-  ];
-  if (err.retryAfterSeconds !== undefined) headers.push(['retry-after', String(err.retryAfterSeconds)]);
-  writeRawResponse(socket, err.status, headers, body);
 }
 
 const RESPONSE_DROP = new Set([
@@ -141,5 +124,3 @@ export function upgradeHeadersForCaller(headers: IncomingHttpHeaders): string[] 
   }
   return lines;
 }
-
-export { ProxyError };

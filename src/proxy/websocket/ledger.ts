@@ -7,9 +7,10 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { newTimedId } from '../../ids.js';
 import type { Hold } from '../../limits/limiter.js';
+import type { EmitRow } from './context.js';
 import type { Outcome, Provider, RequestLogRow } from '../../types.js';
 import type { KeyRecord } from '../../store/types.js';
-import type { Usage } from '../../usage/types.js';
+import type { Usage } from '../../usage/index.js';
 import { newExchange, toLogRow, type RowSettings } from '../exchange.js';
 import type { SocketEvents, SocketProtocol } from '../../providers/types.js';
 
@@ -41,7 +42,7 @@ interface Pending {
   ttfbMs: number | null;
   model: string | null;
   responseBytes: number;
-  /** The limits' hold for this response (issue #13), settled with its row. */
+  /** The limits' hold for this response, settled with its row. */
   hold: Hold | null;
 }
 
@@ -65,7 +66,7 @@ export class SocketLedger {
   constructor(
     private readonly ctx: RowSettings,
     private readonly facts: SocketFacts,
-    private readonly emit: (row: RequestLogRow, hold?: Hold | null) => void,
+    private readonly emit: EmitRow,
   ) {
     this.model = modelFromQuery(facts.path);
   }
@@ -270,7 +271,7 @@ export class SocketLedger {
     row.output_audio_tokens = r.usage.output_audio_tokens ?? null;
     row.credential_fingerprint ??= f.credentialFingerprint;
     this.responses++;
-    this.emit(row, p.hold);
+    this.emit(row, p.hold, r.usage.finish_reasons);
   }
 
   /** The socket's own row, written when it closes. Usage stays on the response rows (no double count). */

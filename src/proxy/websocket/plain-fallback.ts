@@ -4,19 +4,23 @@
  * server may ignore Upgrade (RFC 9110 §7.8): such requests are served as plain requests by the server's
  * normal handler, on a response object built here, and the connection closes after the answer (its HTTP
  * parser is gone, so it cannot carry a next request). The body, if any, is read here by its content-length:
- * the parser that would have read it was detached at the upgrade.
+ * the parser that would have read it was detached at the upgrade, and with it Node's request timeout and
+ * the socket's timeout events: both are re-armed here, so the body's deadlines are a plain request's
+ * (http-guard.ts: silence inside the body, and the whole request).
  */
 import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { Config } from '../../config.js';
 
 export function servePlain(
   server: Server,
   upgradeReq: IncomingMessage,
   socket: Duplex,
   head: Buffer,
-  maxBodyBytes: number,
+  config: Pick<Config, 'maxBodyBytes' | 'guard'>,
 ): void {
+  const maxBodyBytes = config.maxBodyBytes;
   const sock = socket as Socket;
   // The upgrade's request object has ended (the parser let go of it): a fresh one carries the body.
   const req = new IncomingMessage(sock);
@@ -37,9 +41,31 @@ export function servePlain(
   const res = new ServerResponse(req);
   res.shouldKeepAlive = false;
   res.assignSocket(sock);
+  // What Node's server does with a socket timeout, until the answer: the request hears it (the body guard
+  // answers 408), or the connection goes.
+  const onTimeout = () => {
+    if (!req.emit('timeout', sock)) sock.destroy();
+  };
+  sock.on('timeout', onTimeout);
+  // Node's requestTimeout, measured from here (the headers took at most their own timeout to arrive).
+  const deadline = setTimeout(() => {
+    if (req.complete) return;
+    if (res.headersSent) return void sock.destroy();
+    res.writeHead(408, { connection: 'close', 'content-length': 0 }).end();
+  }, config.guard.clientRequestTimeoutMs);
+  deadline.unref();
   res.on('finish', () => {
     res.detachSocket(sock);
     sock.end();
+  });
+  sock.once('close', () => {
+    clearTimeout(deadline);
+    sock.off('timeout', onTimeout);
+    // As Node's parser would: a body that will never be complete ends its request (the handler lets go).
+    if (!req.complete) {
+      req.emit('aborted');
+      req.destroy();
+    }
   });
   // The request's body, as the normal path would have streamed it; past the limit it is not buffered here
   // (the handler answers 413 for the length it declared).

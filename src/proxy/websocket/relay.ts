@@ -1,12 +1,19 @@
 /**
  * One relayed socket pair, after both handshakes: messages pass unchanged both ways (text stays text,
  * binary stays binary), pings and pongs pass end to end, close codes and reasons pass both ways. Flow
- * control per direction: above the high-water mark of bytes waiting to go out to one side, the other side
- * is paused (its TCP window closes, so a fast sender slows down instead of filling memory); above the cap,
- * both are closed and the reason logged.
+ * control per direction, pings and pongs counted like messages: above the high-water mark of bytes waiting
+ * to go out to one side, the other side is paused (its TCP window closes, so a fast sender slows down
+ * instead of filling memory); above the cap, both are closed and the reason logged.
  */
 import type WebSocket from 'ws';
 import type { RawData } from 'ws';
+
+/** A Realtime session can sit quiet for minutes between turns; ten without a message or ping is gone. */
+export const WS_IDLE_TIMEOUT_MS = 600_000;
+/** Waiting bytes that pause the other side: a few audio chunks, small enough to keep memory flat. */
+export const WS_HIGH_WATER_BYTES = 1024 * 1024;
+/** Waiting bytes past which a side that does not read is cut: twice the default largest message. */
+export const WS_MAX_BUFFER_BYTES = 32 * 1024 * 1024;
 
 export interface RelayLimits {
   idleTimeoutMs: number;
@@ -88,10 +95,10 @@ export class Relay {
       this.forward('caller', buf, isBinary);
     });
     // End to end: neither side answers pings itself (autoPong off), the far side does.
-    caller.on('ping', (d) => this.control(upstream, 'ping', d));
-    caller.on('pong', (d) => this.control(upstream, 'pong', d));
-    upstream.on('ping', (d) => this.control(caller, 'ping', d));
-    upstream.on('pong', (d) => this.control(caller, 'pong', d));
+    caller.on('ping', (d) => this.control('upstream', 'ping', d));
+    caller.on('pong', (d) => this.control('upstream', 'pong', d));
+    upstream.on('ping', (d) => this.control('caller', 'ping', d));
+    upstream.on('pong', (d) => this.control('caller', 'pong', d));
     caller.on('close', (code, reason) => this.onClose('caller', code, reason));
     upstream.on('close', (code, reason) => this.onClose('upstream', code, reason));
     // 'close' follows every 'error'; errors (a bad frame, an oversized message) close the socket themselves.
@@ -109,8 +116,16 @@ export class Relay {
     const ws = this.socketOf(to);
     if (ws.readyState !== 1) return;
     ws.send(data, { binary });
+    this.checkBuffer(to);
+  }
+
+  /**
+   * After anything is queued for `to`, a message or a ping or pong: a flood of small control frames fills
+   * memory as surely as large messages do.
+   */
+  private checkBuffer(to: Side): void {
     // ws's bufferedAmount: bytes handed to it and not yet written to its socket (no callback per message).
-    const queued = ws.bufferedAmount;
+    const queued = this.socketOf(to).bufferedAmount;
     if (queued > this.limits.maxBufferBytes) {
       const reason = to === 'caller' ? 'caller not reading' : 'upstream not reading';
       this.terminate(1008, `keyrelay: ${reason} (buffer cap)`, 'proxy_ws_buffer_exceeded');
@@ -133,11 +148,13 @@ export class Relay {
     check.unref();
   }
 
-  private control(to: WebSocket, kind: 'ping' | 'pong', data: Buffer): void {
+  private control(to: Side, kind: 'ping' | 'pong', data: Buffer): void {
     this.touch();
-    if (to.readyState !== 1) return;
-    if (kind === 'ping') to.ping(data);
-    else to.pong(data);
+    const ws = this.socketOf(to);
+    if (ws.readyState !== 1) return;
+    if (kind === 'ping') ws.ping(data);
+    else ws.pong(data);
+    this.checkBuffer(to);
   }
 
   private touch(): void {
@@ -160,7 +177,7 @@ export class Relay {
   }
 
   /** keyrelay ends the pair: a close frame to both sides (code and reason), then their sockets. */
-  /** A caller message held back by fromCaller (waiting for its admission), sent now (issue #13). */
+  /** A caller message held back by fromCaller (waiting for its admission), sent now. */
   sendUpstream(data: Buffer, isBinary: boolean): void {
     if (!this.ended) this.forward('upstream', data, isBinary);
   }

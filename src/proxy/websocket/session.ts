@@ -14,7 +14,7 @@ import { OrderedGate } from '../../limits/ordered-gate.js';
 import type { Outcome, RequestLogRow } from '../../types.js';
 import { redactHeaders } from '../headers.js';
 import type { SocketEvents } from '../../providers/types.js';
-import type { WsProxyContext } from './index.js';
+import type { WsProxyContext } from './context.js';
 import type { SocketFacts, SocketLedger } from './ledger.js';
 import { Relay, type RelayEnd, type RelayHooks } from './relay.js';
 
@@ -33,12 +33,14 @@ export interface OpenSocketOptions {
   ledger: SocketLedger;
   facts: SocketFacts;
   /** The key as presented, kept in memory only to re-check it when a key event arrives. */
-  presented: string;
+  presented: string | undefined;
   ttfbMs: number;
   upstreamHeaders: IncomingHttpHeaders;
   emit: (row: RequestLogRow) => void;
-  onEnd: (s: OpenSocket) => void;
 }
+
+/** A message that may be a response.create but does not parse: refused, since it could not be checked. */
+const UNREADABLE = new ProxyError('proxy_bad_request', 'A response.create that is not valid JSON.');
 
 /** setTimeout's ceiling; a later expiry is re-armed by the key events that will come before it. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -81,9 +83,10 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
     fromCaller(data, isBinary) {
       if (gate.waiting) return gate.defer(data, isBinary); // in order behind a create being admitted
       const events = facts.events;
-      if (!events || facts.protocol === 'other' || data.length > 4 * 1024 * 1024) return true;
+      if (!events || facts.protocol === 'other') return true;
       const event = events.parseClientCreate(data);
-      if (!event) return true;
+      if (event === null) return true;
+      if (event === 'unreadable') return decide(events, {}, data, UNREADABLE);
       // Each create is admitted like an HTTP request: limits, and a hold settled with its response's row.
       const admitted = ctx.limits.admit(
         facts.key,
@@ -120,7 +123,6 @@ export function openSocket(o: OpenSocketOptions): OpenSocket {
       if (end.keyrelayCode === 'proxy_ws_buffer_exceeded' || (end.abnormal && end.by === 'upstream')) {
         ctx.log.warn({ reqId: facts.id, code: end.keyrelayCode, reason: end.reason }, 'websocket cut');
       }
-      o.onEnd(self);
       resolveEnded();
     },
   };

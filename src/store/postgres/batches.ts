@@ -1,4 +1,4 @@
-/** BatchStore on PostgreSQL: the `batches` table beside the request log (log-schema.ts, migration 5). */
+/** BatchStore on PostgreSQL: the `batches` table beside the request log (log-schema.ts, migrations 5 and 9): one ledger per account. */
 import type pg from 'pg';
 import type { Provider } from '../../types.js';
 import type { BatchRecord, BatchResultsClaim, BatchSeen, BatchStore } from '../batch-types.js';
@@ -37,7 +37,7 @@ export function pgBatchStore(pool: pg.Pool): BatchStore {
   return {
     async upsertBatch(b: BatchSeen) {
       await pool.query(
-        `${INSERT} ON CONFLICT (provider, batch_id) DO UPDATE SET
+        `${INSERT} ON CONFLICT (account_id, provider, batch_id) DO UPDATE SET
            updated_at = excluded.updated_at,
            created_here = batches.created_here OR excluded.created_here,
            status = COALESCE(excluded.status, batches.status),
@@ -57,15 +57,15 @@ export function pgBatchStore(pool: pg.Pool): BatchStore {
         ],
       );
     },
-    async batchByOutputFile(provider, fileId) {
+    async batchByOutputFile(accountId, provider, fileId) {
       const { rows } = await pool.query<Row>(
-        'SELECT * FROM batches WHERE provider = $1 AND output_file_id = $2 LIMIT 1',
-        [provider, fileId],
+        'SELECT * FROM batches WHERE account_id = $1 AND provider = $2 AND output_file_id = $3 LIMIT 1',
+        [accountId, provider, fileId],
       );
       return rows[0] ? decode(rows[0]) : null;
     },
     async claimBatchResults(c: BatchResultsClaim) {
-      await pool.query(`${INSERT} ON CONFLICT (provider, batch_id) DO NOTHING`, [
+      await pool.query(`${INSERT} ON CONFLICT (account_id, provider, batch_id) DO NOTHING`, [
         c.provider,
         c.batch_id,
         c.key_id,
@@ -80,8 +80,18 @@ export function pgBatchStore(pool: pg.Pool): BatchStore {
       const done = await pool.query(
         `UPDATE batches SET results_cost_usd = $1, results_succeeded = $2, results_unpriced = $3, results_broken = $4,
            results_request_id = $5, results_fetched_at = $6
-         WHERE provider = $7 AND batch_id = $8 AND results_fetched_at IS NULL`,
-        [c.cost_usd, c.succeeded, c.unpriced, c.broken, c.request_id, toIso(c.at), c.provider, c.batch_id],
+         WHERE account_id = $7 AND provider = $8 AND batch_id = $9 AND results_fetched_at IS NULL`,
+        [
+          c.cost_usd,
+          c.succeeded,
+          c.unpriced,
+          c.broken,
+          c.request_id,
+          toIso(c.at),
+          c.account_id,
+          c.provider,
+          c.batch_id,
+        ],
       );
       return done.rowCount === 1;
     },

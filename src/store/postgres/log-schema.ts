@@ -102,7 +102,7 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
   {
     version: 5,
     name: 'batches',
-    // Batches seen through keyrelay and the one-time record of their results' cost (issue #13).
+    // Batches seen through keyrelay and the one-time record of their results' cost.
     sql: `
       CREATE TABLE batches (
         provider text NOT NULL CHECK (provider IN ('openai', 'anthropic')),
@@ -140,7 +140,7 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
     name: 'requests: time ranges by id',
     // A row's id starts with its time, so the (account_id, id) index answers the console's time ranges and
     // the primary key retention's (log-query.ts, ID_TIME_SLACK_MS): the two created_at indexes cost every
-    // insert ~1.8 of ~19 µs a row on the log writer (bench/log-insert.ts --indexes) and ~85 bytes a row on
+    // insert ~1.8 of ~19 µs a row on the log writer (measured on SQLite) and ~85 bytes a row on
     // disk, and were used for nothing else. The key's index takes the id too, so a budget's spend reads its
     // period, not the key's whole history (1,000,000 rows: 12 ms for a day, where it read 320). Building it
     // reads every row once (~1 s a million). Rows are kept.
@@ -166,6 +166,66 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    name: 'batches by account',
+    // A batch id is the provider's, and two accounts may hold keys on one provider organization: each
+    // account's ledger of a batch is its own (who created it, its results' cost, the download that counted
+    // it). Existing rows keep the account of the key that first showed them.
+    sql: `
+      ALTER TABLE batches DROP CONSTRAINT batches_pkey;
+      ALTER TABLE batches ADD PRIMARY KEY (account_id, provider, batch_id);
+      DROP INDEX batches_output_file;
+      CREATE INDEX batches_output_file ON batches (account_id, provider, output_file_id)
+        WHERE output_file_id IS NOT NULL;
+    `,
+  },
+  {
+    version: 10,
+    name: 'providers_from_registry',
+    // The provider list is the registry's (src/providers/index.ts): the tables stop restating it, so a new
+    // provider needs no migration.
+    sql: `
+      ALTER TABLE requests DROP CONSTRAINT IF EXISTS requests_provider_check;
+      ALTER TABLE batches DROP CONSTRAINT IF EXISTS batches_provider_check;
+    `,
+  },
+  {
+    version: 11,
+    name: 'requests.tool_uses',
+    // Server-side tool uses billed apart from tokens (RequestLogRow.tool_uses), kept per row so a later price
+    // can be applied to the counts. Older rows keep NULL: none were counted.
+    sql: `ALTER TABLE requests ADD COLUMN tool_uses jsonb;`,
+  },
+  {
+    version: 12,
+    name: 'requests by key and end user',
+    // A key's caps per end user read each end user's spend in the period (LogStore.spendSince).
+    sql: `CREATE INDEX requests_key_end_user ON requests (key_id, end_user, id) WHERE end_user IS NOT NULL;`,
+  },
+  {
+    version: 13,
+    name: 'requests by organization',
+    // Every account's personal organization has the account's id (config migration 5), so each existing row
+    // belongs to the organization its account_id names.
+    sql: `
+      ALTER TABLE requests ADD COLUMN org_id text;
+      UPDATE requests SET org_id = account_id;
+      CREATE INDEX requests_org_id ON requests (org_id, id);
+    `,
+  },
+  {
+    version: 14,
+    name: 'request list sorted by cost, tokens, latency',
+    // The console's sortable columns (LogStore.listRequests' sort): each in the organization's rows, in the
+    // order a page reads them (unpriced costs last), so a page is an index range, not a sort of every row
+    // (cost: dearest first; cheapest first sorts within each run of its NULL flag).
+    sql: `
+      CREATE INDEX requests_org_cost ON requests (org_id, (cost_usd IS NULL) DESC, cost_usd, id);
+      CREATE INDEX requests_org_tokens ON requests (org_id, (coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), id);
+      CREATE INDEX requests_org_latency ON requests (org_id, latency_ms, id);
+    `,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */
@@ -174,6 +234,7 @@ export const PG_COLUMN_TYPES = {
   created_at: 'timestamptz',
   key_id: 'text',
   account_id: 'text',
+  org_id: 'text',
   provider: 'text',
   method: 'text',
   path: 'text',
@@ -216,6 +277,7 @@ export const PG_COLUMN_TYPES = {
   ws_close_reason: 'text',
   error_message: 'text',
   response_search_text: 'text',
+  tool_uses: 'jsonb',
 } as const satisfies Record<LogColumn, string>;
 
 /** bigint comes back from pg as a string; the interface speaks numbers. */

@@ -1,5 +1,5 @@
 /**
- * The request log's full-text index on PostgreSQL, as KEYRELAY_LOG_SEARCH and KEYRELAY_LOG_SEARCH_BODY_CHARS
+ * The request log's full-text index on PostgreSQL, as KEYRELAY_LOG_SEARCH and the body limit (bodyChars)
  * ask, applied at start after the numbered migrations (migration v4 created the first one): a stored
  * generated `search_vector` column with a GIN index. The settings it was built with are kept as the
  * column's comment, so a start with other settings knows to rebuild it.
@@ -94,8 +94,8 @@ export async function applyPgLogSearch(
         if (have.comment === null) {
           await client.query(`COMMENT ON COLUMN requests.search_vector IS '${WHOLE_BODIES}'`);
           notify(
-            'request log search index from an earlier version kept: it indexes whole bodies; to apply ' +
-              'KEYRELAY_LOG_SEARCH_BODY_CHARS, start once with KEYRELAY_LOG_SEARCH=false, then with true ' +
+            'request log search index from an earlier version kept: it indexes whole bodies; to index ' +
+              'head and tail only, start once with KEYRELAY_LOG_SEARCH=false, then with true ' +
               '(a table rewrite)',
           );
         } else if (have.comment !== WHOLE_BODIES) {

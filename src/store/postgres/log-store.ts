@@ -4,18 +4,25 @@
  */
 import type pg from 'pg';
 import type { RequestLogRow } from '../../types.js';
+import { domainError } from '../../errors.js';
 import {
   AGGREGATE_SQL,
+  LOGGED_COST_SQL,
+  toLoggedCost,
   BOOL_COLUMNS,
   DEFAULT_SEARCH_SCAN_ROWS,
   DETAIL_COLUMNS,
   JSON_COLUMNS,
+  NULLABLE_JSON_COLUMNS,
   LOG_COLUMNS,
-  NO_MODEL_GROUP,
+  groupSql,
   SUMMARY_COLUMNS,
   buildWhere,
+  NEWEST_FIRST,
+  pageCursor,
+  sortSql,
   scanSearchSql,
-  searchWords,
+  searchGroups,
   decodeCursor,
   encodeEach,
   encodeCursor,
@@ -27,17 +34,26 @@ import {
   toUsageNumbers,
   type AggregateRow,
   type WhereDialect,
+  scopeWhere,
 } from '../log-query.js';
+import { PROVIDER_NAME } from '../../providers/ids.js';
 import { toIso } from '../time.js';
-import type {
-  InsertResult,
-  LogStore,
-  Page,
-  RequestFilter,
-  RequestSummary,
-  SpendEntry,
-  UsageBreakdownRow,
-  UsagePoint,
+import {
+  PRICING_GAP_GROUPS,
+  type BodyCutoff,
+  type BreakdownBy,
+  type InsertResult,
+  type LogStore,
+  type Page,
+  type PricingGapRow,
+  type LoggedCostRow,
+  type RequestFilter,
+  type RequestScope,
+  type RequestSort,
+  type RequestSummary,
+  type SpendEntry,
+  type UsageBreakdownRow,
+  type UsagePoint,
 } from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
@@ -49,11 +65,8 @@ type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
 
 const PRUNE_CHUNK = 10_000;
-const GROUP_SQL = {
-  model: `COALESCE(model, '${NO_MODEL_GROUP}')`,
-  key_id: 'key_id',
-  provider: 'provider',
-} as const;
+/** A property's value in a row (null when it has none), the name given as a placeholder. */
+const PROPERTY_VALUE = (name: string) => `properties ->> (${name}::text)`;
 const INSERT_SQL = `INSERT INTO requests (${LOG_COLUMNS.join(', ')})
   SELECT * FROM unnest(${LOG_COLUMNS.map((c, i) => `$${i + 1}::${PG_COLUMN_TYPES[c]}[]`).join(', ')})
   ON CONFLICT (id) DO NOTHING`;
@@ -75,14 +88,23 @@ function cleanJson(obj: Record<string, unknown>): string {
   return JSON.stringify(out);
 }
 
+/** The table takes any provider text (named upstreams are configuration): a row's is checked here. */
+
 function encodeRow(r: RequestLogRow): Value[] {
   const jsonCols: ReadonlySet<string> = new Set(JSON_COLUMNS);
+  const nullableJson: ReadonlySet<string> = new Set(NULLABLE_JSON_COLUMNS);
   return LOG_COLUMNS.map((c): Value => {
     if (c === 'created_at') return toIso(r.created_at);
+    if (c === 'provider' && !PROVIDER_NAME.test(r.provider))
+      throw new RangeError(`provider cannot be ${JSON.stringify(r.provider)}`);
     if (jsonCols.has(c)) {
       const v = r[c as (typeof JSON_COLUMNS)[number]];
       if (typeof v !== 'object' || v === null) throw new TypeError(`${c} must be an object`);
       return cleanJson(v);
+    }
+    if (nullableJson.has(c)) {
+      const v = r[c as (typeof NULLABLE_JSON_COLUMNS)[number]];
+      return v == null ? null : JSON.stringify(v);
     }
     const v = r[c] as Value | undefined;
     if (v === undefined) return null;
@@ -119,19 +141,24 @@ function dialect(params: unknown[]): WhereDialect {
       return `$${params.length}`;
     },
     propertyEquals: (name, value) => `properties ->> (${name}::text) = ${value}::text`,
-    search: (words) => {
-      params.push(words.join(' '));
-      return `search_vector @@ plainto_tsquery('simple', $${params.length})`;
-    },
+    propertyPresent: (name) => `properties ->> (${name}::text) IS NOT NULL`,
+    // Each group as plainto_tsquery reads it (its words ANDed, no syntax), the groups ORed.
+    search: (groups) =>
+      `search_vector @@ (${groups
+        .map((g) => {
+          params.push(g.join(' '));
+          return `plainto_tsquery('simple', $${params.length})`;
+        })
+        .join(' || ')})`,
   };
 }
 
 export interface PgLogStoreOptions {
   /** KEYRELAY_LOG_SEARCH: keep the full-text index (default true). Applied by migrate(). */
   search?: boolean;
-  /** KEYRELAY_LOG_SEARCH_BODY_CHARS: characters of each body the index reads. Applied by migrate(). */
+  /** Characters of each body the index reads (DEFAULT_LOG_SEARCH.bodyChars). Applied by migrate(). */
   searchBodyChars?: number;
-  /** KEYRELAY_LOG_SEARCH_SCAN_ROWS: newest rows one page of search reads when there is no index. */
+  /** Newest rows one page of search reads when there is no index (DEFAULT_SEARCH_SCAN_ROWS). */
   searchScanRows?: number;
   /** Told when migrate() drops, rebuilds or keeps an older index (a rebuild delays the start). */
   onSearchIndex?: (msg: string) => void;
@@ -220,14 +247,20 @@ export class PgLogStore implements LogStore {
 
   async listRequests(
     f: RequestFilter,
-    opts: { limit: number; cursor?: string | null },
+    opts: { limit: number; cursor?: string | null; sort?: RequestSort },
   ): Promise<Page<RequestSummary>> {
     const limit = Math.max(1, Math.floor(opts.limit));
-    const words = f.search === undefined ? [] : searchWords(f.search);
+    const sort = opts.sort ?? NEWEST_FIRST;
+    const newestFirst = sort.by === 'time' && sort.dir === 'desc';
+    const words = f.search === undefined ? [] : searchGroups(f.search);
     // Asked each time rather than remembered: another instance may have started with the other setting.
-    if (words.length > 0 && !(await hasSearchColumn(this.pool))) return this.scanSearch(f, words, opts);
+    if (words.length > 0 && !(await hasSearchColumn(this.pool))) {
+      if (!newestFirst) throw domainError('invalid_sort');
+      return this.scanSearch(f, words, opts);
+    }
     let rows: Row[] | null = null;
-    if (words.length > 0) {
+    // The window holds the newest rows: it answers for newest first only.
+    if (words.length > 0 && newestFirst) {
       // A frequent word: the account's newest rows, read in id order, fill a page long before the GIN index
       // has listed every match (tens of thousands). So look in a bounded window of the newest rows first; a
       // full page there is exactly the newest matches. Otherwise (a rare word) the index answers below.
@@ -244,15 +277,15 @@ export class PgLogStore implements LogStore {
     if (!rows) {
       const params: unknown[] = [];
       const d = dialect(params);
-      let where = buildWhere(f, d);
-      if (opts.cursor) where += ` AND id < ${d.bind(decodeCursor(opts.cursor))}`;
-      const sql = `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}
-        ORDER BY id DESC LIMIT ${d.bind(limit + 1)}`;
+      const where = buildWhere(f, d);
+      const { after, order } = sortSql(sort, opts.cursor, (v) => d.bind(v));
+      const sql = `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}${after}
+        ORDER BY ${order} LIMIT ${d.bind(limit + 1)}`;
       rows = (await this.pool.query<Row>(sql, params)).rows;
     }
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
     const more = rows.length > limit;
-    return { items, next_cursor: more && items.length ? encodeCursor(items[items.length - 1]!.id) : null };
+    return { items, next_cursor: more && items.length ? pageCursor(sort, items[items.length - 1]!) : null };
   }
 
   /**
@@ -262,7 +295,7 @@ export class PgLogStore implements LogStore {
    */
   private async scanSearch(
     f: RequestFilter,
-    words: string[],
+    words: string[][],
     opts: { limit: number; cursor?: string | null },
   ): Promise<Page<RequestSummary>> {
     const limit = Math.max(1, Math.floor(opts.limit));
@@ -293,10 +326,12 @@ export class PgLogStore implements LogStore {
     return { items, next_cursor: next === null ? null : encodeCursor(next) };
   }
 
-  async getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
+  async getRequest(scope: string | RequestScope, id: string): Promise<RequestLogRow | null> {
+    const params: string[] = [id];
+    const where = scopeWhere(scope, { bind: (v) => `$${params.push(String(v))}` });
     const { rows } = await this.pool.query<Row>(
-      `SELECT ${DETAIL_COLUMNS.join(', ')} FROM requests WHERE id = $1 AND account_id = $2`,
-      [id, accountId],
+      `SELECT ${DETAIL_COLUMNS.join(', ')} FROM requests WHERE id = $1 AND ${where}`,
+      params,
     );
     return rows[0] ? decodeRow<RequestLogRow>(rows[0]) : null;
   }
@@ -319,14 +354,16 @@ export class PgLogStore implements LogStore {
     return rows.map((r) => ({ bucket: isoOrNull(r.k)!, ...r.numbers }));
   }
 
-  async usageBreakdown(f: RequestFilter, by: 'model' | 'key_id' | 'provider'): Promise<UsageBreakdownRow[]> {
-    const rows = await this.aggregate(f, GROUP_SQL[by]);
+  async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
+    const rows = await this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE));
     return sortBreakdown(rows.map((r) => ({ group: String(r.k), ...r.numbers })));
   }
 
-  private async aggregate(f: RequestFilter, keySql: string) {
+  private async aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {
     const params: unknown[] = [];
-    const where = buildWhere(f, dialect(params));
+    const d = dialect(params);
+    const keySql = typeof key === 'string' ? key : key(d);
+    const where = buildWhere(f, d);
     const { rows } = await this.pool.query<
       AggregateRow & { k: unknown; p50: number | null; p95: number | null }
     >(
@@ -339,7 +376,30 @@ export class PgLogStore implements LogStore {
     return rows.map((r) => ({ k: r.k, numbers: toUsageNumbers(r, r.p50, r.p95) }));
   }
 
-  async prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }> {
+  async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
+    // Along the primary key: ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
+    const { rows } = await this.pool.query<PricingGapRow & { requests: string }>(
+      `SELECT provider, model, price_source, count(*) AS requests FROM requests
+       WHERE id >= $1 AND id < $2 AND created_at >= $3 AND created_at < $4
+         AND (price_source LIKE 'unpriced:%' OR price_source LIKE 'partial:%')
+       GROUP BY provider, model, price_source ORDER BY 4 DESC, provider, model LIMIT $5`,
+      [idsFrom(from), idsBefore(to), toIso(from), toIso(to), PRICING_GAP_GROUPS],
+    );
+    return rows.map((r) => ({ ...r, requests: Number(r.requests) }));
+  }
+
+  async loggedCosts(from: string, to: string, providers: readonly string[]): Promise<LoggedCostRow[]> {
+    if (providers.length === 0) return [];
+    const { rows } = await this.pool.query<Record<keyof LoggedCostRow, string | number | null>>(
+      `SELECT ${LOGGED_COST_SQL} FROM requests
+       WHERE id >= $1 AND id < $2 AND created_at >= $3 AND created_at < $4 AND provider = ANY($5::text[])
+       GROUP BY provider, model ORDER BY cost_usd DESC, provider, model LIMIT $6`,
+      [idsFrom(from), idsBefore(to), toIso(from), toIso(to), [...providers], PRICING_GAP_GROUPS],
+    );
+    return rows.map(toLoggedCost);
+  }
+
+  async prune(before: string, bodies: readonly BodyCutoff[] = []): Promise<{ deleted: number }> {
     // Bounded chunks, each its own transaction: short locks, and WAL/vacuum work spread out.
     let deleted = 0;
     let n: number;
@@ -353,13 +413,14 @@ export class PgLogStore implements LogStore {
       n = res.rowCount ?? 0;
       deleted += n;
     } while (n === PRUNE_CHUNK);
-    if (bodiesBefore !== undefined) {
+    for (const cut of bodies) {
       do {
         const res = await this.pool.query(
           `UPDATE requests SET request_body = NULL, response_body = NULL, response_search_text = NULL WHERE id IN (
              SELECT id FROM requests
-             WHERE created_at < $1 AND (request_body IS NOT NULL OR response_body IS NOT NULL) LIMIT $2)`,
-          [toIso(bodiesBefore), PRUNE_CHUNK],
+             WHERE created_at < $1 AND account_id = $2 AND (request_body IS NOT NULL OR response_body IS NOT NULL)
+             LIMIT $3)`,
+          [toIso(cut.before), cut.account_id, PRUNE_CHUNK],
         );
         n = res.rowCount ?? 0;
       } while (n === PRUNE_CHUNK);
@@ -373,7 +434,16 @@ export class PgLogStore implements LogStore {
     return Number(rows[0]!.n);
   }
 
-  async spendSince(keyId: string, since: string): Promise<number> {
+  async spendSince(keyId: string, since: string, endUser?: string): Promise<number> {
+    if (endUser !== undefined) {
+      // Through (key_id, end_user, id): that end user's rows of the period alone.
+      const { rows } = await this.pool.query<{ s: number }>(
+        `SELECT COALESCE(SUM(cost_usd), 0)::double precision AS s FROM requests
+         WHERE key_id = $1 AND end_user = $2 AND id >= $3 AND created_at >= $4`,
+        [keyId, endUser, idsFrom(since), toIso(since)],
+      );
+      return rows[0]!.s;
+    }
     const { rows } = await this.pool.query<{ s: number }>(
       // The period alone, through (key_id, id): ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
       `SELECT COALESCE(SUM(cost_usd), 0)::double precision AS s FROM requests

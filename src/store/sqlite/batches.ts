@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/require-await -- SQLite drivers are synchronous; `async` turns their throws
    into rejections, as the interface promises. */
-/** BatchStore on SQLite: the `batches` table beside the request log (log-schema.ts, migration 5). */
+/** BatchStore on SQLite: the `batches` table beside the request log (log-schema.ts, migrations 5 and 9): one ledger per account. */
 import type { Provider } from '../../types.js';
 import type { BatchRecord, BatchResultsClaim, BatchSeen, BatchStore } from '../batch-types.js';
 import { toIso } from '../time.js';
@@ -37,7 +37,7 @@ export function sqliteBatchStore(stmt: StatementCache): BatchStore {
     async upsertBatch(b: BatchSeen) {
       const at = toIso(b.at);
       stmt(
-        `${INSERT} ON CONFLICT (provider, batch_id) DO UPDATE SET
+        `${INSERT} ON CONFLICT (account_id, provider, batch_id) DO UPDATE SET
            updated_at = excluded.updated_at,
            created_here = MAX(created_here, excluded.created_here),
            status = COALESCE(excluded.status, status),
@@ -56,15 +56,15 @@ export function sqliteBatchStore(stmt: StatementCache): BatchStore {
         b.output_file_id,
       );
     },
-    async batchByOutputFile(provider, fileId) {
-      const r = stmt<[string, string], DbRow>(
-        'SELECT * FROM batches WHERE provider = ? AND output_file_id = ? LIMIT 1',
-      ).get(provider, fileId);
+    async batchByOutputFile(accountId, provider, fileId) {
+      const r = stmt<[string, string, string], DbRow>(
+        'SELECT * FROM batches WHERE account_id = ? AND provider = ? AND output_file_id = ? LIMIT 1',
+      ).get(accountId, provider, fileId);
       return r ? decode(r) : null;
     },
     async claimBatchResults(c: BatchResultsClaim) {
       const at = toIso(c.at);
-      stmt(`${INSERT} ON CONFLICT (provider, batch_id) DO NOTHING`).run(
+      stmt(`${INSERT} ON CONFLICT (account_id, provider, batch_id) DO NOTHING`).run(
         c.provider,
         c.batch_id,
         c.key_id,
@@ -80,8 +80,18 @@ export function sqliteBatchStore(stmt: StatementCache): BatchStore {
       const done = stmt(
         `UPDATE batches SET results_cost_usd = ?, results_succeeded = ?, results_unpriced = ?, results_broken = ?,
            results_request_id = ?, results_fetched_at = ?
-         WHERE provider = ? AND batch_id = ? AND results_fetched_at IS NULL`,
-      ).run(c.cost_usd, c.succeeded, c.unpriced, c.broken, c.request_id, at, c.provider, c.batch_id);
+         WHERE account_id = ? AND provider = ? AND batch_id = ? AND results_fetched_at IS NULL`,
+      ).run(
+        c.cost_usd,
+        c.succeeded,
+        c.unpriced,
+        c.broken,
+        c.request_id,
+        at,
+        c.account_id,
+        c.provider,
+        c.batch_id,
+      );
       return Number(done.changes) === 1;
     },
     async listBatches(accountId, limit) {

@@ -20,8 +20,8 @@ const cacheSize = (cacheMb?: number): number => {
 };
 
 // better-sqlite3 (Node 20) is built with a 16 MB cache, which the log writer's connection filled under load;
-// node:sqlite has SQLite's 2 MB. Every connection gets KEYRELAY_SQLITE_CACHE_MB, whatever the driver.
-it('gives every connection the page cache KEYRELAY_SQLITE_CACHE_MB asks for, 2 MB by default', () => {
+// node:sqlite has SQLite's 2 MB. Every connection gets SQLITE_CACHE_MB, whatever the driver.
+it('gives every connection the page cache SQLITE_CACHE_MB asks for, 2 MB', () => {
   expect(cacheSize()).toBe(-2048);
   expect(cacheSize(24)).toBe(-24 * 1024);
 });

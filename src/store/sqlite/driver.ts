@@ -46,7 +46,7 @@ export interface OpenOptions {
   readonly?: boolean;
   /** Tests run the store contract on a named driver; everything else takes this Node's. */
   driver?: SqliteDriverName;
-  /** KEYRELAY_SQLITE_CACHE_MB: the connection's page cache (db.ts sets it; the drivers' defaults differ). */
+  /** The connection's page cache, MB (db.ts sets SQLITE_CACHE_MB; the drivers' defaults differ). */
   cacheMb?: number;
 }
 

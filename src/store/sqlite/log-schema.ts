@@ -1,4 +1,4 @@
-import type { Migration } from './db.js';
+import { rebuildTable, type Migration } from './db.js';
 
 /** STRICT + CHECKs make a malformed row fail on its own, so insertBatch can skip it and keep the rest. */
 export const LOG_MIGRATIONS: readonly Migration[] = [
@@ -105,7 +105,7 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
   {
     version: 5,
     name: 'batches',
-    // Batches seen through keyrelay and the one-time record of their results' cost (issue #13).
+    // Batches seen through keyrelay and the one-time record of their results' cost.
     sql: `
       CREATE TABLE batches (
         provider TEXT NOT NULL CHECK (provider IN ('openai', 'anthropic')),
@@ -143,7 +143,7 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
     name: 'requests: time ranges by id',
     // A row's id starts with its time, so the (account_id, id) index answers the console's time ranges and
     // the primary key retention's (log-query.ts, ID_TIME_SLACK_MS): the two created_at indexes cost every
-    // insert ~1.8 of ~19 µs a row on the log writer (bench/log-insert.ts --indexes) and ~85 bytes a row on
+    // insert ~1.8 of ~19 µs a row on the log writer (SQLite alone, one core) and ~85 bytes a row on
     // disk, and were used for nothing else. The key's index takes the id too, so a budget's spend reads its
     // period, not the key's whole history (1,000,000 rows: 12 ms for a day, where it read 320). Building it
     // reads every row once (~1 s a million). Rows are kept.
@@ -169,4 +169,97 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 9,
+    name: 'batches by account',
+    // A batch id is the provider's, and two accounts may hold keys on one provider organization: each
+    // account's ledger of a batch is its own (who created it, its results' cost, the download that counted
+    // it). Existing rows keep the account of the key that first showed them. SQLite cannot change a primary
+    // key in place: the table is copied.
+    sql: `
+      CREATE TABLE batches_by_account (
+        provider TEXT NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+        batch_id TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        created_here INTEGER NOT NULL CHECK (created_here IN (0, 1)),
+        status TEXT,
+        request_counts TEXT NOT NULL CHECK (json_valid(request_counts)),
+        output_file_id TEXT,
+        results_cost_usd REAL,
+        results_succeeded INTEGER,
+        results_unpriced INTEGER,
+        results_broken INTEGER,
+        results_request_id TEXT,
+        results_fetched_at TEXT,
+        PRIMARY KEY (account_id, provider, batch_id)
+      ) STRICT;
+      INSERT INTO batches_by_account SELECT provider, batch_id, key_id, account_id, created_at, updated_at,
+        created_here, status, request_counts, output_file_id, results_cost_usd, results_succeeded,
+        results_unpriced, results_broken, results_request_id, results_fetched_at FROM batches;
+      DROP TABLE batches;
+      ALTER TABLE batches_by_account RENAME TO batches;
+      CREATE INDEX batches_account ON batches(account_id, created_at);
+      CREATE INDEX batches_output_file ON batches(account_id, provider, output_file_id)
+        WHERE output_file_id IS NOT NULL;
+    `,
+  },
+  {
+    version: 10,
+    name: 'providers_from_registry',
+    // The provider list is the registry's (src/providers/index.ts): the tables stop restating it, so a new
+    // provider needs no migration. Rows are checked against the registry where they are encoded.
+    apply: (db) => {
+      for (const table of ['requests', 'batches'])
+        rebuildTable(db, table, (sql) => sql.replace(PROVIDER_CHECK, ''));
+    },
+  },
+  {
+    version: 11,
+    name: 'requests.tool_uses',
+    // Server-side tool uses billed apart from tokens (RequestLogRow.tool_uses), kept per row so a later price
+    // can be applied to the counts. Older rows keep NULL: none were counted.
+    sql: `ALTER TABLE requests ADD COLUMN tool_uses TEXT CHECK (tool_uses IS NULL OR json_valid(tool_uses));`,
+  },
+  {
+    version: 12,
+    name: 'requests by key and end user',
+    // A key's caps per end user read each end user's spend in the period (LogStore.spendSince).
+    sql: `CREATE INDEX requests_key_end_user ON requests(key_id, end_user, id) WHERE end_user IS NOT NULL;`,
+  },
+  {
+    version: 13,
+    name: 'requests by organization',
+    // Every account's personal organization has the account's id (config migration 5), so each existing row
+    // belongs to the organization its account_id names. The full-text index's update trigger is set aside
+    // while the column is filled: no indexed column changes, and it would re-index every row.
+    apply: (db) => {
+      const trigger = db
+        .prepare<[], { sql: string }>(
+          "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'requests_fts_update'",
+        )
+        .get();
+      db.exec('ALTER TABLE requests ADD COLUMN org_id TEXT');
+      if (trigger) db.exec('DROP TRIGGER requests_fts_update');
+      db.exec('UPDATE requests SET org_id = account_id');
+      if (trigger) db.exec(trigger.sql);
+      db.exec('CREATE INDEX requests_org_id ON requests(org_id, id)');
+    },
+  },
+  {
+    version: 14,
+    name: 'request list sorted by cost, tokens, latency',
+    // The console's sortable columns (LogStore.listRequests' sort): each in the organization's rows, in the
+    // order a page reads them (unpriced costs last), so a page is an index range, not a sort of every row
+    // (cost: dearest first; cheapest first sorts within each run of its NULL flag).
+    sql: `
+      CREATE INDEX requests_org_cost ON requests(org_id, (cost_usd IS NULL) DESC, cost_usd, id);
+      CREATE INDEX requests_org_tokens ON requests(org_id, (coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), id);
+      CREATE INDEX requests_org_latency ON requests(org_id, latency_ms, id);
+    `,
+  },
 ];
+
+const PROVIDER_CHECK = /\s*CHECK \(provider IN \([^)]*\)\)/;

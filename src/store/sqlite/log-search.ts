@@ -1,10 +1,9 @@
 /**
- * The request log's full-text index on SQLite, as KEYRELAY_LOG_SEARCH and KEYRELAY_LOG_SEARCH_BODY_CHARS ask:
+ * The request log's full-text index on SQLite, as KEYRELAY_LOG_SEARCH and the body limit (bodyChars) ask:
  * applied at start (SqliteLogStore.migrate), after the numbered migrations. Migration v4 created the first
  * index; from then on the wanted index is described here and compared with what the file holds.
  *
- * Why it looks like this (CPU per row on the writer thread, `npx tsx bench/log-insert.ts`,
- * docs/performance.md):
+ * Why it looks like this (CPU per row on the writer thread, SQLite alone on one core):
  * - New rows are indexed by insertBatch, one INSERT … SELECT per transaction (`indexNewRows`), not by an
  *   insert trigger: FTS5 does per-statement work (it flushes what it holds at each statement's savepoint), so
  *   a trigger, one statement per row, cost ~20 µs a row even for small bodies; a statement per 100 rows ~3 µs.
@@ -27,6 +26,7 @@ export interface LogSearchSettings {
   bodyChars: number;
 }
 
+/** 8192: a prompt's start and an answer's end, where what people search for is; more slows every write. */
 export const DEFAULT_LOG_SEARCH: LogSearchSettings = { enabled: true, bodyChars: 8192 };
 
 const COLUMNS = 'model, path, end_user, session, request_body, response_body';

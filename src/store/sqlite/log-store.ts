@@ -4,16 +4,23 @@
  * LogStore on SQLite, in its own file apart from the config store: the request log is the write-heavy one.
  */
 import type { RequestLogRow } from '../../types.js';
+import { domainError } from '../../errors.js';
 import {
   AGGREGATE_SQL,
+  LOGGED_COST_SQL,
+  toLoggedCost,
   BOOL_COLUMNS,
   DEFAULT_SEARCH_SCAN_ROWS,
   DETAIL_COLUMNS,
   JSON_COLUMNS,
+  NULLABLE_JSON_COLUMNS,
   LOG_COLUMNS,
-  NO_MODEL_GROUP,
+  groupSql,
   SUMMARY_COLUMNS,
   buildWhere,
+  NEWEST_FIRST,
+  pageCursor,
+  sortSql,
   decodeCursor,
   encodeEach,
   encodeCursor,
@@ -21,23 +28,33 @@ import {
   idsFrom,
   percentileCont,
   scanSearchSql,
-  searchWords,
+  searchGroups,
   sortBreakdown,
   NANOS_PER_USD,
   spendBefore,
   toUsageNumbers,
   type AggregateRow,
+  scopeWhere,
+  type WhereDialect,
 } from '../log-query.js';
+import { PROVIDER_NAME } from '../../providers/ids.js';
 import { toIso } from '../time.js';
-import type {
-  InsertResult,
-  LogStore,
-  Page,
-  RequestFilter,
-  SpendEntry,
-  RequestSummary,
-  UsageBreakdownRow,
-  UsagePoint,
+import {
+  PRICING_GAP_GROUPS,
+  type BodyCutoff,
+  type BreakdownBy,
+  type InsertResult,
+  type LogStore,
+  type Page,
+  type PricingGapRow,
+  type LoggedCostRow,
+  type RequestFilter,
+  type RequestScope,
+  type SpendEntry,
+  type RequestSort,
+  type RequestSummary,
+  type UsageBreakdownRow,
+  type UsagePoint,
 } from '../types.js';
 import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
 import type { OpenOptions } from './driver.js';
@@ -62,19 +79,15 @@ const BUCKET_SQL = {
   hour: "substr(created_at, 1, 13) || ':00:00.000Z'",
   day: "substr(created_at, 1, 10) || 'T00:00:00.000Z'",
 } as const;
-const GROUP_SQL = {
-  model: `COALESCE(model, '${NO_MODEL_GROUP}')`,
-  key_id: 'key_id',
-  provider: 'provider',
-} as const;
 
 /**
- * The values the table's CHECKs allow in its text columns, checked while encoding, so that the log writer's
+ * The values the table's CHECKs (and, for providers, the name rule) allow in its text columns, checked while encoding, so that the log writer's
  * connection can skip the CHECKs (`trustEncoded`). The other CHECKs hold by construction: booleans are
  * bound as 0 or 1, JSON columns are what JSON.stringify returned.
  */
-const ALLOWED: Partial<Record<string, ReadonlySet<unknown>>> = {
-  provider: new Set(['openai', 'anthropic']),
+const ALLOWED: Partial<Record<string, { has(v: unknown): boolean }>> = {
+  // Named upstreams are configuration: a row's provider is any well-formed provider name.
+  provider: { has: (v) => typeof v === 'string' && PROVIDER_NAME.test(v) },
   outcome: new Set(['ok', 'upstream_error', 'client_aborted', 'timeout', 'refused']),
   usage_source: new Set(['provider', 'estimated', 'partial', 'none']),
 };
@@ -90,6 +103,8 @@ const ENCODERS: ((r: RequestLogRow) => Value)[] = LOG_COLUMNS.map((c) => {
     };
   if ((BOOL_COLUMNS as readonly string[]).includes(c)) return (r) => (r[c] ? 1 : 0);
   if ((JSON_COLUMNS as readonly string[]).includes(c)) return (r) => JSON.stringify(r[c]);
+  if ((NULLABLE_JSON_COLUMNS as readonly string[]).includes(c))
+    return (r) => (r[c] == null ? null : JSON.stringify(r[c]));
   return (r) => {
     const v: unknown = r[c];
     return v === undefined ? null : (v as Value);
@@ -120,6 +135,8 @@ export function encodeRows(rows: readonly RequestLogRow[]): { encoded: EncodedRo
 function decodeRow<T>(row: DbRow): T {
   for (const c of BOOL_COLUMNS) if (c in row) row[c] = row[c] === 1;
   for (const c of JSON_COLUMNS) if (c in row) row[c] = JSON.parse(row[c] as string);
+  for (const c of NULLABLE_JSON_COLUMNS)
+    if (c in row && row[c] !== null) row[c] = JSON.parse(row[c] as string);
   return row as T;
 }
 
@@ -133,20 +150,24 @@ function isRowError(err: unknown): boolean {
 export interface SqliteLogStoreOptions extends OpenOptions {
   /** KEYRELAY_LOG_SEARCH: keep the full-text index (default true). Applied by migrate(). */
   search?: boolean;
-  /** KEYRELAY_LOG_SEARCH_BODY_CHARS: characters of each body the index reads. Applied by migrate(). */
+  /** Characters of each body the index reads (DEFAULT_LOG_SEARCH.bodyChars). Applied by migrate(). */
   searchBodyChars?: number;
-  /** KEYRELAY_LOG_SEARCH_SCAN_ROWS: newest rows one page of search reads when there is no index. */
+  /** Newest rows one page of search reads when there is no index (DEFAULT_SEARCH_SCAN_ROWS). */
   searchScanRows?: number;
   /** Told when migrate() drops or rebuilds the index (a rebuild delays the start: the log says why). */
   onSearchIndex?: (msg: string) => void;
   /**
    * This connection only inserts rows encodeRows checked (the log writer's): SQLite skips the table's
    * CHECKs, which encoding already guarantees. They cost ~2.3 of ~13 µs a row with small bodies and ~3.3
-   * with a 1.5 KB request, mostly json_valid re-parsing both header objects (docs/performance.md, "Eighth
-   * pass"). Other connections keep them, and with them the batches table's.
+   * with a 1.5 KB request, mostly json_valid re-parsing both header objects. Other connections keep them,
+   * and with them the batches table's.
    */
   trustEncoded?: boolean;
 }
+
+/** A property's value in a row (null when it has none), the name given as a placeholder. */
+const PROPERTY_VALUE = (name: string) =>
+  `(SELECT value FROM json_each(requests.properties) WHERE key = ${name})`;
 
 export class SqliteLogStore implements LogStore {
   private readonly db: Db;
@@ -249,26 +270,28 @@ export class SqliteLogStore implements LogStore {
 
   async listRequests(
     f: RequestFilter,
-    opts: { limit: number; cursor?: string | null },
+    opts: { limit: number; cursor?: string | null; sort?: RequestSort },
   ): Promise<Page<RequestSummary>> {
-    const words = f.search === undefined ? [] : searchWords(f.search);
+    const sort = opts.sort ?? NEWEST_FIRST;
+    const words = f.search === undefined ? [] : searchGroups(f.search);
     // Asked each time rather than remembered: cheap (the schema is in memory), and right whichever
     // setting the process that last started on this file had.
-    if (words.length > 0 && !hasSearchIndex(this.db)) return this.scanSearch(f, words, opts);
-    const params: (string | number)[] = [];
-    let where = buildWhere(f, this.dialect(params));
-    if (opts.cursor) {
-      params.push(decodeCursor(opts.cursor));
-      where += ' AND id < ?';
+    if (words.length > 0 && !hasSearchIndex(this.db)) {
+      if (sort.by !== 'time' || sort.dir !== 'desc') throw domainError('invalid_sort');
+      return this.scanSearch(f, words, opts);
     }
+    const params: (string | number)[] = [];
+    const d = this.dialect(params);
+    const where = buildWhere(f, d);
+    const { after, order } = sortSql(sort, opts.cursor, (v) => d.bind(v));
     const limit = Math.max(1, Math.floor(opts.limit));
-    params.push(limit + 1);
     const rows = this.stmt<unknown[], DbRow>(
-      `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id DESC LIMIT ?`,
+      `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}${after}
+       ORDER BY ${order} LIMIT ${d.bind(limit + 1)}`,
     ).all(...params);
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
     const more = rows.length > limit;
-    return { items, next_cursor: more && items.length ? encodeCursor(items[items.length - 1]!.id) : null };
+    return { items, next_cursor: more && items.length ? pageCursor(sort, items[items.length - 1]!) : null };
   }
 
   /**
@@ -278,7 +301,7 @@ export class SqliteLogStore implements LogStore {
    */
   private scanSearch(
     f: RequestFilter,
-    words: string[],
+    words: string[][],
     opts: { limit: number; cursor?: string | null },
   ): Page<RequestSummary> {
     // Placeholders are positional: the select list's come first.
@@ -307,10 +330,12 @@ export class SqliteLogStore implements LogStore {
     return { items, next_cursor: next === null ? null : encodeCursor(next) };
   }
 
-  async getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
-    const row = this.stmt<[string, string], DbRow>(
-      `SELECT ${DETAIL_COLUMNS.join(', ')} FROM requests WHERE id = ? AND account_id = ?`,
-    ).get(id, accountId);
+  async getRequest(scope: string | RequestScope, id: string): Promise<RequestLogRow | null> {
+    const params: string[] = [id];
+    const where = scopeWhere(scope, { bind: (v) => (params.push(String(v)), '?') });
+    const row = this.stmt<string[], DbRow>(
+      `SELECT ${DETAIL_COLUMNS.join(', ')} FROM requests WHERE id = ? AND ${where}`,
+    ).get(...params);
     return row ? decodeRow<RequestLogRow>(row) : null;
   }
 
@@ -333,9 +358,12 @@ export class SqliteLogStore implements LogStore {
       .sort((a, b) => (a.bucket < b.bucket ? -1 : 1));
   }
 
-  async usageBreakdown(f: RequestFilter, by: 'model' | 'key_id' | 'provider'): Promise<UsageBreakdownRow[]> {
+  async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
     return sortBreakdown(
-      this.aggregate(f, GROUP_SQL[by]).map(({ key, numbers }) => ({ group: key, ...numbers })),
+      this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE)).map(({ key, numbers }) => ({
+        group: key,
+        ...numbers,
+      })),
     );
   }
 
@@ -344,11 +372,14 @@ export class SqliteLogStore implements LogStore {
    * statement hands over as one text per group. 17 significant digits read back as the same double; a
    * REAL's own text does not everywhere (node:sqlite's SQLite 3.51 on Node 22 writes 1/3 with 15). Reading
    * the rows a second time for the latencies cost as much again: 2.3 → 1.3 s for a month by day over
-   * 1,000,000 rows (docs/performance.md, "Twelfth pass").
+   * 1,000,000 rows.
    */
-  private aggregate(f: RequestFilter, keySql: string) {
+  private aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {
     const params: (string | number)[] = [];
-    const where = buildWhere(f, this.dialect(params));
+    const d = this.dialect(params);
+    // Placeholders are positional: the select list's come first.
+    const keySql = typeof key === 'string' ? key : key(d);
+    const where = buildWhere(f, d);
     const groups = this.stmt<unknown[], AggregateRow & { k: string; latencies: string }>(
       `SELECT ${keySql} AS k, ${AGGREGATE_SQL}, group_concat(printf('%!.17g', latency_ms)) AS latencies
        FROM requests WHERE ${where} GROUP BY k`,
@@ -362,7 +393,28 @@ export class SqliteLogStore implements LogStore {
     });
   }
 
-  async prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }> {
+  async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
+    // Along the primary key: ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
+    return this.stmt<[string, string, string, string, number], PricingGapRow>(
+      `SELECT provider, model, price_source, COUNT(*) AS requests FROM requests
+       WHERE id >= ? AND id < ? AND created_at >= ? AND created_at < ?
+         AND (price_source LIKE 'unpriced:%' OR price_source LIKE 'partial:%')
+       GROUP BY provider, model, price_source ORDER BY requests DESC, provider, model LIMIT ?`,
+    ).all(idsFrom(from), idsBefore(to), toIso(from), toIso(to), PRICING_GAP_GROUPS);
+  }
+
+  async loggedCosts(from: string, to: string, providers: readonly string[]): Promise<LoggedCostRow[]> {
+    if (providers.length === 0) return [];
+    const rows = this.stmt<(string | number)[], Record<keyof LoggedCostRow, string | number | null>>(
+      `SELECT ${LOGGED_COST_SQL} FROM requests
+       WHERE id >= ? AND id < ? AND created_at >= ? AND created_at < ?
+         AND provider IN (${providers.map(() => '?').join(', ')})
+       GROUP BY provider, model ORDER BY cost_usd DESC, provider, model LIMIT ?`,
+    ).all(idsFrom(from), idsBefore(to), toIso(from), toIso(to), ...providers, PRICING_GAP_GROUPS);
+    return rows.map(toLoggedCost);
+  }
+
+  async prune(before: string, bodies: readonly BodyCutoff[] = []): Promise<{ deleted: number }> {
     // Small chunks, each its own transaction, so the log writer is never blocked for long. Oldest first,
     // along the primary key: ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
     const del = this.stmt<[string, string, number]>(
@@ -375,14 +427,15 @@ export class SqliteLogStore implements LogStore {
       n = del.run(idsBefore(before), toIso(before), PRUNE_CHUNK).changes;
       deleted += n;
     } while (n === PRUNE_CHUNK);
-    if (bodiesBefore !== undefined) {
-      const strip = this.stmt<[string, number]>(
-        `UPDATE requests SET request_body = NULL, response_body = NULL, response_search_text = NULL WHERE rowid IN (
-           SELECT rowid FROM requests INDEXED BY requests_with_body
-           WHERE created_at < ? AND (request_body IS NOT NULL OR response_body IS NOT NULL) LIMIT ?)`,
-      );
-      while (strip.run(toIso(bodiesBefore), PRUNE_CHUNK).changes === PRUNE_CHUNK);
-    }
+    // Through the index of rows that still hold a body: a row stripped once is never read again.
+    const strip = this.stmt<[string, string, number]>(
+      `UPDATE requests SET request_body = NULL, response_body = NULL, response_search_text = NULL WHERE rowid IN (
+         SELECT rowid FROM requests INDEXED BY requests_with_body
+         WHERE created_at < ? AND account_id = ? AND (request_body IS NOT NULL OR response_body IS NOT NULL)
+         LIMIT ?)`,
+    );
+    for (const cut of bodies)
+      while (strip.run(toIso(cut.before), cut.account_id, PRUNE_CHUNK).changes === PRUNE_CHUNK);
     this.stmt<[string]>('DELETE FROM key_spend WHERE hour < ?').run(spendBefore(before));
     return { deleted };
   }
@@ -391,7 +444,14 @@ export class SqliteLogStore implements LogStore {
     return this.stmt<[], { n: number }>('SELECT COUNT(*) AS n FROM requests').get()!.n;
   }
 
-  async spendSince(keyId: string, since: string): Promise<number> {
+  async spendSince(keyId: string, since: string, endUser?: string): Promise<number> {
+    if (endUser !== undefined) {
+      // Through (key_id, end_user, id): that end user's rows of the period alone.
+      return this.stmt<[string, string, string, string], { s: number }>(
+        `SELECT COALESCE(SUM(cost_usd), 0) AS s FROM requests
+         WHERE key_id = ? AND end_user = ? AND id >= ? AND created_at >= ?`,
+      ).get(keyId, endUser, idsFrom(since), toIso(since))!.s;
+    }
     // The period alone, through (key_id, id): ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
     const logged = this.stmt<[string, string, string], { s: number }>(
       'SELECT COALESCE(SUM(cost_usd), 0) AS s FROM requests WHERE key_id = ? AND id >= ? AND created_at >= ?',
@@ -415,7 +475,7 @@ export class SqliteLogStore implements LogStore {
     );
   }
 
-  private dialect(params: (string | number)[]) {
+  private dialect(params: (string | number)[]): WhereDialect {
     return {
       bind(value: string | number) {
         params.push(value);
@@ -423,9 +483,11 @@ export class SqliteLogStore implements LogStore {
       },
       propertyEquals: (name: string, value: string) =>
         `EXISTS (SELECT 1 FROM json_each(requests.properties) WHERE key = ${name} AND value = ${value})`,
-      // FTS5: every word, each a quoted string (so no word is read as query syntax); all must match.
-      search: (words: string[]) => {
-        params.push(words.map((w) => `"${w}"`).join(' '));
+      propertyPresent: (name: string) =>
+        `EXISTS (SELECT 1 FROM json_each(requests.properties) WHERE key = ${name})`,
+      // FTS5: each word a quoted string (so no word is read as query syntax), a group's words ANDed.
+      search: (groups: string[][]) => {
+        params.push(groups.map((g) => `(${g.map((w) => `"${w}"`).join(' AND ')})`).join(' OR '));
         return 'rowid IN (SELECT rowid FROM requests_fts WHERE requests_fts MATCH ?)';
       },
     };

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fillLog, makeLogRow } from '../../../test/helpers/log-rows.js';
-import { InvalidFilterError } from '../errors.js';
+import { DomainError } from '../../errors.js';
 import { SqliteLogThread } from './log-thread.js';
 
 let dir: string;
@@ -37,7 +37,7 @@ describe('SqliteLogThread', () => {
     const store = new SqliteLogThread(path);
     await store.migrate();
     const refused = store.listRequests({ account_id: 'acct-1' }, { limit: 10, cursor: 'not-a-cursor' });
-    await expect(refused).rejects.toBeInstanceOf(InvalidFilterError);
+    await expect(refused).rejects.toBeInstanceOf(DomainError);
     await expect(refused).rejects.toMatchObject({ code: 'invalid_cursor' });
     await store.close();
   });

@@ -5,12 +5,17 @@
  * worker's connection reads beside the log writer's (WAL). A budget's spend is read on the writer's worker
  * instead (factory.ts, LogWriter.spendSince). Migrating stays on the caller's thread, at start.
  */
-import { DEFAULT_LOG_READER_IDLE_MS } from '../../config.js';
 import type {
+  BodyCutoff,
+  BreakdownBy,
   InsertResult,
   LogStore,
   Page,
+  PricingGapRow,
+  LoggedCostRow,
   RequestFilter,
+  RequestScope,
+  RequestSort,
   RequestSummary,
   SpendEntry,
   UsageBreakdownRow,
@@ -21,8 +26,14 @@ import type { BatchStore } from '../batch-types.js';
 import { SqliteLogStore, type SqliteLogStoreOptions } from './log-store.js';
 import { StoreThread } from './store-thread.js';
 
+/**
+ * The query thread is started by the console, the hourly prune and the batch ledger; a start costs ~30 ms
+ * of CPU, an idle thread several MB: 30 s covers a person clicking through the console.
+ */
+export const LOG_READER_IDLE_MS = 30_000;
+
 export interface SqliteLogThreadOptions extends SqliteLogStoreOptions {
-  /** KEYRELAY_LOG_READER_IDLE_MS: the worker exits after this long without a call (default 30 s). */
+  /** The worker exits after this long without a call (LOG_READER_IDLE_MS unless a test says otherwise). */
   idleMs?: number;
 }
 
@@ -34,7 +45,7 @@ export class SqliteLogThread implements LogStore {
     private readonly opts: SqliteLogThreadOptions = {},
   ) {
     const { onSearchIndex: _notify, idleMs, ...store } = opts;
-    this.thread = new StoreThread(path, { idleMs: idleMs ?? DEFAULT_LOG_READER_IDLE_MS, store });
+    this.thread = new StoreThread(path, { idleMs: idleMs ?? LOG_READER_IDLE_MS, store });
   }
 
   async migrate(): Promise<void> {
@@ -60,12 +71,12 @@ export class SqliteLogThread implements LogStore {
   }
   listRequests(
     f: RequestFilter,
-    opts: { limit: number; cursor?: string | null },
+    opts: { limit: number; cursor?: string | null; sort?: RequestSort },
   ): Promise<Page<RequestSummary>> {
     return this.call('listRequests', f, opts);
   }
-  getRequest(accountId: string, id: string): Promise<RequestLogRow | null> {
-    return this.call('getRequest', accountId, id);
+  getRequest(scope: string | RequestScope, id: string): Promise<RequestLogRow | null> {
+    return this.call('getRequest', scope, id);
   }
   listRecent(opts: { limit: number; account_id?: string }): Promise<RequestSummary[]> {
     return this.call('listRecent', opts);
@@ -73,24 +84,31 @@ export class SqliteLogThread implements LogStore {
   usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
     return this.call('usageSeries', f, bucket);
   }
-  usageBreakdown(f: RequestFilter, by: 'model' | 'key_id' | 'provider'): Promise<UsageBreakdownRow[]> {
+  usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
     return this.call('usageBreakdown', f, by);
   }
-  prune(before: string, bodiesBefore?: string): Promise<{ deleted: number }> {
-    return this.call('prune', before, bodiesBefore);
+  prune(before: string, bodies?: readonly BodyCutoff[]): Promise<{ deleted: number }> {
+    return this.call('prune', before, bodies);
   }
   count(): Promise<number> {
     return this.call('count');
   }
-  spendSince(keyId: string, since: string): Promise<number> {
-    return this.call('spendSince', keyId, since);
+  pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
+    return this.call('pricingGaps', from, to);
+  }
+  loggedCosts(from: string, to: string, providers: readonly string[]): Promise<LoggedCostRow[]> {
+    return this.call('loggedCosts', from, to, providers);
+  }
+
+  spendSince(keyId: string, since: string, endUser?: string): Promise<number> {
+    return this.call('spendSince', keyId, since, endUser);
   }
   addSpend(entries: readonly SpendEntry[]): Promise<void> {
     return this.call('addSpend', entries);
   }
   upsertBatch: BatchStore['upsertBatch'] = (b) => this.call('upsertBatch', b);
-  batchByOutputFile: BatchStore['batchByOutputFile'] = (provider, fileId) =>
-    this.call('batchByOutputFile', provider, fileId);
+  batchByOutputFile: BatchStore['batchByOutputFile'] = (accountId, provider, fileId) =>
+    this.call('batchByOutputFile', accountId, provider, fileId);
   claimBatchResults: BatchStore['claimBatchResults'] = (c) => this.call('claimBatchResults', c);
   listBatches: BatchStore['listBatches'] = (accountId, limit) => this.call('listBatches', accountId, limit);
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serialize } from 'node:v8';
@@ -19,7 +19,35 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Each thread of this process and its nice value (/proc's stat, field 19, after the parenthesised name). */
+function threadNices(): Map<string, number> {
+  const nices = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'latin1');
+      nices.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return nices;
+}
+
 describe('SqliteLogWriter', () => {
+  it.runIf(process.platform === 'linux')(
+    'writes on a thread of lower priority than the event loop, leaving the loop as it was',
+    async () => {
+      const loop = threadNices().get(String(process.pid))!;
+      const before = threadNices();
+      const writer = new SqliteLogWriter(join(dir, 'requests.db'));
+      await writer.insertBatch([makeLogRow({ at: Date.now() })]);
+      const lowered = [...threadNices()].filter(([tid, nice]) => !before.has(tid) && nice > loop);
+      expect(lowered.map(([, nice]) => nice)).toEqual([Math.min(19, loop + 5)]);
+      expect(threadNices().get(String(process.pid))).toBe(loop);
+      await writer.close();
+    },
+  );
+
   it('writes batches on a worker thread, readable at once from the main connection', async () => {
     const writer = new SqliteLogWriter(join(dir, 'requests.db'));
     const rows = Array.from({ length: 250 }, (_, i) => makeLogRow({ at: Date.now() + i }));
@@ -40,7 +68,7 @@ describe('SqliteLogWriter', () => {
 
   it('holds a row as large as the body settings allow (its heap is sized for the largest batch)', async () => {
     // KEYRELAY_BODY_LOG_BYTES at 64 MiB: one row can carry 128 Mi characters, which killed the worker when
-    // its heap was a fixed 64 MB (a batch is cut at KEYRELAY_LOG_BATCH_BODY_CHARS, but holds at least a row).
+    // its heap was a fixed 64 MB (a batch is cut at LOG_BATCH_BODY_CHARS, but holds at least a row).
     const bodyLogBytes = 64 * 2 ** 20;
     const writer = new SqliteLogWriter(join(dir, 'requests.db'), { batchChars: 2 * bodyLogBytes });
     const body = 'y'.repeat(bodyLogBytes);
@@ -56,7 +84,7 @@ describe('SqliteLogWriter', () => {
     const r = await writer.insertBatch([
       makeLogRow({ at: Date.now() }),
       poison('outcome', 'exploded'),
-      poison('provider', 'bogus'),
+      poison('provider', 'Not a provider!'),
       poison('usage_source', 'guessed'),
       poison('properties', { n: 1n }),
       makeLogRow({ at: Date.now() + 1 }),

@@ -4,9 +4,8 @@
  * throughput with logging on). The worker has its own connection; WAL lets the console read meanwhile.
  * Started on the first write, so CLI commands that never write spawn nothing.
  */
-import { DEFAULT_LOG_BATCH_BODY_CHARS } from '../../config.js';
 import type { RequestLogRow } from '../../types.js';
-import type { InsertResult, SpendEntry } from '../types.js';
+import { LOG_BATCH_BODY_CHARS, type InsertResult, type SpendEntry } from '../types.js';
 import { encodeRows } from './log-store.js';
 import { StoreThread } from './store-thread.js';
 
@@ -22,23 +21,24 @@ function workerLimits(batchChars: number): {
 } {
   return {
     // A batch arriving is ~1 MB of strings under load: with 2 MB the worker scavenged ~11 times a second,
-    // ~3.7 µs a request on the proxy's core; with 8, ~3 times and ~1 µs, for +2–3 MB at peak
-    // (docs/performance.md, "Seventh pass").
+    // ~3.7 µs a request on the proxy's core; with 8, ~3 times and ~1 µs, for +2–3 MB at peak.
     maxYoungGenerationSizeMb: 8,
     maxOldGenerationSizeMb: Math.max(64, 32 + 4 * Math.ceil(batchChars / 2 ** 20)),
   };
 }
 
+/**
+ * A worker with nothing to write for this long exits. A new one costs ~29 ms of CPU on the process's core,
+ * which the requests in flight then pay in their first bytes: at 20 s, every burst after a pause longer
+ * than that did. Kept, an idle worker holds ~3.5 MB once the idle reclaim has run, ~9 MB after a burst;
+ * only its exit gives that back.
+ */
+export const LOG_WRITER_IDLE_MS = 600_000;
+
 export interface SqliteLogWriterOptions {
-  /**
-   * A worker with nothing to write for this long exits (KEYRELAY_LOG_WRITER_IDLE_MS, 10 minutes). A new
-   * one costs ~29 ms of CPU on the process's core, which the requests in flight then pay in their first
-   * bytes: at 20 s, every burst after a pause longer than that did. Kept, an idle worker holds ~3.5 MB
-   * once the idle reclaim has run, ~9 MB after a burst; only its exit gives that back (docs/performance.md,
-   * "Sixth pass").
-   */
+  /** LOG_WRITER_IDLE_MS unless a test wants it shorter. */
   idleMs?: number;
-  /** KEYRELAY_SQLITE_CACHE_MB, for the worker's connection. */
+  /** The worker's connection's page cache, MB (db.ts's SQLITE_CACHE_MB). */
   cacheMb?: number;
   /** The most body text one batch can carry (characters): the worker's heap is sized for it. */
   batchChars?: number;
@@ -49,9 +49,9 @@ export class SqliteLogWriter {
 
   constructor(path: string, opts: SqliteLogWriterOptions = {}) {
     this.thread = new StoreThread(path, {
-      idleMs: opts.idleMs ?? 600_000,
+      idleMs: opts.idleMs ?? LOG_WRITER_IDLE_MS,
       store: { cacheMb: opts.cacheMb, trustEncoded: true },
-      resourceLimits: workerLimits(opts.batchChars ?? DEFAULT_LOG_BATCH_BODY_CHARS),
+      resourceLimits: workerLimits(opts.batchChars ?? LOG_BATCH_BODY_CHARS),
     });
   }
 
@@ -63,8 +63,8 @@ export class SqliteLogWriter {
   }
 
   /** On the writer's own connection, after the batches sent before it (LogWriter.spendSince). */
-  spendSince(keyId: string, since: string): Promise<number> {
-    return this.thread.call<number>('spendSince', [keyId, since]);
+  spendSince(keyId: string, since: string, endUser?: string): Promise<number> {
+    return this.thread.call<number>('spendSince', [keyId, since, endUser]);
   }
 
   addSpend(entries: readonly SpendEntry[]): Promise<void> {

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
-import { InvalidFilterError } from '../errors.js';
+import { DOMAIN_ERRORS, domainError, type DomainErrorCode } from '../../errors.js';
 import type { SqliteLogStoreOptions } from './log-store.js';
 
 /** What the worker's store is opened with: the options that cross a thread (no callbacks). */
@@ -49,8 +49,9 @@ function tsxApi(): string {
 }
 
 function fromWire(e: WireError): Error {
-  if (e.name === 'InvalidFilterError')
-    return new InvalidFilterError(e.code as InvalidFilterError['code'], e.message);
+  // A domain error crosses the thread as its name and code: rebuilt, so the edges can map it.
+  if (e.name === 'DomainError' && typeof e.code === 'string' && Object.hasOwn(DOMAIN_ERRORS, e.code))
+    return domainError(e.code as DomainErrorCode, e.message);
   return Object.assign(new Error(e.message), { code: e.code });
 }
 

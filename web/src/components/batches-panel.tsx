@@ -1,5 +1,5 @@
 /**
- * Every batch of the account (issue #13): status, request counts and the cost of its results. A batch whose
+ * Every batch of the account: status, request counts and the cost of its results. A batch whose
  * results have not passed through keyrelay says so instead of showing $0.
  */
 import { api, type BatchRecord } from '../api.js';

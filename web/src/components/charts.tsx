@@ -213,13 +213,14 @@ export function CostChart(props: ChartProps) {
   const { p, grid, x, tooltip } = useAxes(props);
   const cost = sum(props.data, (d) => d.cost_usd);
   const unknown = sum(props.data, (d) => d.unknown_cost_requests);
+  const partial = sum(props.data, (d) => d.partial_cost_requests);
   const total = sum(props.data, (d) => d.requests);
   const summary =
     unknown > 0 && unknown === total
       ? 'unknown (no prices)'
-      : unknown > 0
-        ? `${formatCost(cost)} · ${unknown} unpriced`
-        : formatCost(cost);
+      : [formatCost(cost), unknown > 0 ? `${unknown} unpriced` : '', partial > 0 ? `${partial} partial` : '']
+          .filter(Boolean)
+          .join(' · ');
   return (
     <ChartCard title="Cost" summary={summary}>
       <AreaChart data={props.data} margin={{ top: 8, right: 8, left: 0, bottom: 0 }}>

@@ -13,6 +13,7 @@ import { KeyReveal } from './key-reveal.js';
 import { useAction } from '../lib/use-action.js';
 import { errorsFromApi } from './limits-dialog.js';
 import { LimitsFields } from './limits-fields.js';
+import { pickOrg } from '../pages/team.js';
 
 const GRACE_OPTIONS = [
   { seconds: 0, label: 'Immediately' },
@@ -41,6 +42,26 @@ export function CreateKeyDialog({
   onCreated: () => void;
 }) {
   const [name, setName] = useState('');
+  const [service, setService] = useState(false);
+  // Owners and admins of a team may make the organization's own keys; asked when the dialog opens, so the
+  // Keys page itself loads no more than before.
+  const [offerService, setOfferService] = useState(false);
+  useEffect(() => {
+    if (!open) return;
+    let live = true;
+    setOfferService(false);
+    api.listOrgs().then(
+      ({ orgs }) => {
+        const org = pickOrg(orgs);
+        if (live) setOfferService(!!org && !org.personal && (org.role === 'owner' || org.role === 'admin'));
+      },
+      // Without the answer the dialog still makes a member's key, as it always could.
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [open]);
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const [limitsOpen, setLimitsOpen] = useState(false);
   const action = useAction((err): FieldErrors => {
@@ -54,6 +75,7 @@ export function CreateKeyDialog({
   useEffect(() => {
     if (open) {
       setName('');
+      setService(false);
       setCreated(null);
       setErrors(null);
       setDraft(draftFromLimits(NO_LIMITS));
@@ -75,7 +97,7 @@ export function CreateKeyDialog({
       return;
     }
     await action.run(async () => {
-      const r = await api.createKey(name.trim(), diffLimits(NO_LIMITS, parsed.limits));
+      const r = await api.createKey(name.trim(), diffLimits(NO_LIMITS, parsed.limits), service);
       setCreated(r.key);
       onCreated();
     });
@@ -108,6 +130,18 @@ export function CreateKeyDialog({
             />
             <span className="hint">Only you see it; pick something that says where the key is used.</span>
           </div>
+          {offerService && (
+            <div className="field">
+              <label className="check">
+                <input type="checkbox" checked={service} onChange={(e) => setService(e.target.checked)} />
+                Service key
+              </label>
+              <span className="hint">
+                The organization&rsquo;s key, held by nobody: it keeps working when you leave, and only owners
+                and admins see and manage it.
+              </span>
+            </div>
+          )}
           <details
             className="disclosure"
             open={limitsOpen}

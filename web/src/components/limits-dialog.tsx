@@ -1,5 +1,7 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, api, type KeyView } from '../api.js';
+import { ApiError, api, type KeyBudgetStatus, type KeyRateStatus, type KeyView } from '../api.js';
+import { BudgetMeter } from './budget-meter.js';
+import { RateMeter } from './rate-meter.js';
 import {
   diffLimits,
   draftFromLimits,
@@ -23,10 +25,16 @@ export function errorsFromApi(err: unknown): FieldErrors {
 
 export function LimitsDialog({
   keyView,
+  budget,
+  rate,
   onClose,
   onSaved,
 }: {
   keyView: KeyView | null;
+  /** The budget's spend so far, shown above the fields. */
+  budget?: KeyBudgetStatus;
+  /** The rpm and tpm limits' use in the last minute, shown above the fields. */
+  rate?: KeyRateStatus;
   onClose: () => void;
   onSaved: () => void;
 }) {
@@ -70,6 +78,19 @@ export function LimitsDialog({
           Requests over a limit are refused by keyrelay with the provider&rsquo;s error shape; nothing is sent
           upstream. Changes take effect immediately, from the key&rsquo;s next request.
         </p>
+        {keyView && rate && (rate.rpm || rate.tpm) && (
+          <p className="limits-dialog-budget">
+            <span className="muted small">Used in the last minute</span>
+            {rate.rpm && <RateMeter unit="rpm" r={rate.rpm} now={Date.now()} />}
+            {rate.tpm && <RateMeter unit="tpm" r={rate.tpm} now={Date.now()} />}
+          </p>
+        )}
+        {keyView && budget && (
+          <p className="limits-dialog-budget">
+            <span className="muted small">Spent this period</span>
+            <BudgetMeter k={keyView} b={budget} now={Date.now()} />
+          </p>
+        )}
         <LimitsFields idPrefix="limits" draft={draft} errors={errors} disabled={busy} onChange={setDraft} />
         {errors.general && (
           <div className="form-error" role="alert">

@@ -1,12 +1,13 @@
 import { useState, type KeyboardEvent } from 'react';
-import { PROVIDER_LABELS } from '../lib/format.js';
+import { providerIds, providerLabel } from '../lib/format.js';
+import { useSession } from '../session.js';
 import {
   checkModelPattern,
-  PROVIDERS,
   type BudgetMode,
   type BudgetPeriod,
   type FieldErrors,
   type RpmScope,
+  type UnpricedPolicy,
   type LimitsDraft,
 } from '../lib/limits.js';
 
@@ -148,12 +149,14 @@ export function LimitsFields({
   const set = (patch: Partial<LimitsDraft>): void => onChange({ ...draft, ...patch });
   const id = (s: string): string => `${idPrefix}-${s}`;
   const budgetSet = draft.budget.trim() !== '';
+  const userBudgetSet = draft.userBudget.trim() !== '';
+  const providers = providerIds(useSession().info);
   return (
     <fieldset className="limits-fields" disabled={disabled}>
       <fieldset className="field" aria-describedby={id('providers-hint')}>
         <legend>Providers</legend>
         <div className="checks">
-          {PROVIDERS.map((p) => (
+          {providers.map((p) => (
             <label key={p} className="check">
               <input
                 type="checkbox"
@@ -166,7 +169,7 @@ export function LimitsFields({
                   })
                 }
               />
-              {PROVIDER_LABELS[p]}
+              {providerLabel(p)}
             </label>
           ))}
         </div>
@@ -288,11 +291,97 @@ export function LimitsFields({
         <span id={id('budget-hint')} className="hint">
           Resets {draft.period === 'day' ? 'at 00:00 UTC' : 'on the 1st (UTC)'}.{' '}
           {draft.mode === 'hard'
-            ? 'Hard: each request reserves its most expensive outcome first and is refused if that would pass the budget; calls keyrelay cannot price are refused unless the deployment allows them.'
+            ? `Hard: each request reserves its most expensive outcome first and is refused if that would pass the budget. Calls keyrelay cannot price are ${draft.unpriced === 'allow' ? 'let through and count their known cost only' : 'refused'}.`
             : 'Soft: a request in progress can overshoot it. Requests with an unknown price do not count.'}
         </span>
+        {draft.mode === 'hard' && (
+          <div className="unpriced-row">
+            <label htmlFor={id('unpriced')}>Calls keyrelay cannot price</label>
+            <select
+              id={id('unpriced')}
+              value={draft.unpriced}
+              disabled={!budgetSet}
+              onChange={(e) => set({ unpriced: e.target.value as UnpricedPolicy })}
+            >
+              <option value="refuse">refuse</option>
+              <option value="allow">allow</option>
+            </select>
+          </div>
+        )}
         <FieldError id={id('budget-error')} message={errors.budget} />
       </div>
+
+      <fieldset className="field per-end-user" aria-describedby={id('user-hint')}>
+        <legend>Per end user</legend>
+        <span id={id('user-hint')} className="hint">
+          Each end user the requests name (<code>proxy-user</code>, Helicone-User-Id, or the body’s{' '}
+          <code>user</code>) on its own, under the key’s limits. Requests that name none are not capped here.
+        </span>
+        <div className="field">
+          <label htmlFor={id('user-rpm')}>Calls per minute per end user</label>
+          <CountInput
+            id={id('user-rpm')}
+            value={draft.userRpm}
+            invalid={Boolean(errors.userRpm)}
+            onChange={(v) => set({ userRpm: v })}
+          />
+          <span id={id('user-rpm-hint')} className="hint">
+            Counted like the key’s. Empty: no limit.
+          </span>
+          <FieldError id={id('user-rpm-error')} message={errors.userRpm} />
+        </div>
+        <div className="field">
+          <label htmlFor={id('user-budget')}>Budget per end user (USD)</label>
+          <div className="budget-row">
+            <span className="input-prefix">
+              <span aria-hidden="true">$</span>
+              <input
+                id={id('user-budget')}
+                type="number"
+                inputMode="decimal"
+                min={0.01}
+                step={0.01}
+                value={draft.userBudget}
+                placeholder="No budget"
+                aria-describedby={id('user-budget-hint')}
+                aria-invalid={errors.userBudget ? true : undefined}
+                onChange={(e) => set({ userBudget: e.target.value })}
+              />
+            </span>
+            <label className="sr-only" htmlFor={id('user-period')}>
+              Period of the budget per end user
+            </label>
+            <select
+              id={id('user-period')}
+              value={draft.userPeriod}
+              disabled={!userBudgetSet}
+              onChange={(e) => set({ userPeriod: e.target.value as BudgetPeriod })}
+            >
+              <option value="day">per day</option>
+              <option value="month">per month</option>
+            </select>
+            <label className="sr-only" htmlFor={id('user-mode')}>
+              Mode of the budget per end user
+            </label>
+            <select
+              id={id('user-mode')}
+              value={draft.userMode}
+              disabled={!userBudgetSet}
+              onChange={(e) => set({ userMode: e.target.value as BudgetMode })}
+            >
+              <option value="soft">soft</option>
+              <option value="hard">hard</option>
+            </select>
+          </div>
+          <span id={id('user-budget-hint')} className="hint">
+            {draft.userMode === 'hard'
+              ? 'Hard: reserved per request as for the key’s hard budget; calls keyrelay cannot price follow the key’s setting.'
+              : 'Soft: a request in progress can overshoot it.'}{' '}
+            Empty: no budget.
+          </span>
+          <FieldError id={id('user-budget-error')} message={errors.userBudget} />
+        </div>
+      </fieldset>
     </fieldset>
   );
 }

@@ -1,6 +1,7 @@
 import { useEffect, useEffectEvent, useState } from 'react';
 import type { KeyView } from '../api.js';
-import { OUTCOME_LABELS, PROVIDER_LABELS } from '../lib/format.js';
+import { OUTCOME_LABELS, providerIds, providerLabel } from '../lib/format.js';
+import { useSession } from '../session.js';
 import { navigate } from '../router.js';
 import { DateRange } from './date-range.js';
 
@@ -14,7 +15,11 @@ export const FILTER_KEYS = [
   'from',
   'to',
   'property',
+  'end_user',
+  'session',
   'q',
+  'end_user',
+  'session',
 ] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 export type Filters = Partial<Record<FilterKey, string>>;
@@ -26,13 +31,23 @@ export const RANGES: Record<string, { label: string; ms: number }> = {
   '30d': { label: 'Last 30 days', ms: 30 * 86_400_000 },
 };
 
-/** What is wrong with a property filter as typed, or null when it is usable (the server wants name:value). */
+/**
+ * What is wrong with a property filter as typed, or null when it is usable: `name` (rows that have it) or
+ * `name:value`.
+ */
 export function propertyProblem(v: string | undefined): string | null {
   if (!v) return null;
-  const i = v.indexOf(':');
-  if (i < 0) return 'Write it as name:value, e.g. team:search.';
-  if (i === 0) return 'Give the property name before the colon, e.g. team:search.';
+  if (v.startsWith(':')) return 'Give the property name before the colon, e.g. team:search.';
   return null;
+}
+
+/** The longest search the server takes (its `q` limit). */
+export const SEARCH_MAX_CHARS = 200;
+
+/** What is wrong with a search as typed, or null when it can be sent. */
+export function searchProblem(v: string | undefined): string | null {
+  if (!v || v.length <= SEARCH_MAX_CHARS) return null;
+  return `Search looks for up to ${SEARCH_MAX_CHARS} characters; this one has ${v.length}. Shorten it.`;
 }
 
 export function readFilters(query: URLSearchParams): Filters {
@@ -47,6 +62,9 @@ export function readFilters(query: URLSearchParams): Filters {
 export function writeFilters(f: Filters): void {
   const qs = new URLSearchParams();
   for (const k of FILTER_KEYS) if (f[k]) qs.set(k, f[k]);
+  // The list's order is not a filter: it stays as the filters change.
+  const sort = new URLSearchParams(window.location.search).get('sort');
+  if (sort) qs.set('sort', sort);
   const s = qs.toString();
   navigate(s ? `/requests?${s}` : '/requests', { replace: true });
 }
@@ -145,14 +163,15 @@ export function ProviderSelect({
   value: string | undefined;
   onChange: (v: string | undefined) => void;
 }) {
+  const { info } = useSession();
   return (
     <div className="field field-inline">
       <label htmlFor={id}>Provider</label>
       <select id={id} value={value ?? ''} onChange={(e) => onChange(e.target.value || undefined)}>
         <option value="">All providers</option>
-        {Object.entries(PROVIDER_LABELS).map(([pid, label]) => (
+        {providerIds(info).map((pid) => (
           <option key={pid} value={pid}>
-            {label}
+            {providerLabel(pid)}
           </option>
         ))}
       </select>
@@ -171,12 +190,15 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
   return (
     <div className="filters" role="search" aria-label="Filter requests">
       <div className="field field-inline field-search">
-        <label htmlFor="f-q">Search</label>
+        <label htmlFor="f-q">
+          Search <span className="muted">· all words match; OR for either</span>
+        </label>
         <DebouncedInput
           id="f-q"
           value={filters.q ?? ''}
           placeholder="model, path, user, session, text…"
           onCommit={(v) => set('q', v)}
+          validate={searchProblem}
         />
       </div>
       <div className="field field-inline">
@@ -241,7 +263,7 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
         <DebouncedInput
           id="f-model"
           value={filters.model ?? ''}
-          placeholder="e.g. gpt-4o-mini"
+          placeholder="e.g. claude or gpt-4o"
           onCommit={(v) => set('model', v)}
         />
       </div>
@@ -250,11 +272,27 @@ export function RequestFilters({ filters, keys }: { filters: Filters; keys: KeyV
         <DebouncedInput
           id="f-property"
           value={filters.property ?? ''}
-          placeholder="name:value"
+          placeholder="name or name:value"
           onCommit={(v) => set('property', v)}
           validate={propertyProblem}
         />
       </div>
+      {(['end_user', 'session'] as const).map(
+        (k) =>
+          filters[k] && (
+            <button
+              key={k}
+              type="button"
+              className="btn btn-secondary btn-sm filter-chip"
+              title="Remove this filter"
+              aria-label={`Remove the ${k === 'end_user' ? 'end user' : 'session'} filter`}
+              onClick={() => set(k, '')}
+            >
+              {k === 'end_user' ? 'End user' : 'Session'}:{' '}
+              <span className="filter-chip-value">{filters[k]}</span> <span aria-hidden="true">×</span>
+            </button>
+          ),
+      )}
       {active && (
         <button type="button" className="btn btn-ghost btn-sm filters-clear" onClick={() => writeFilters({})}>
           Clear filters

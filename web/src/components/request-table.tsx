@@ -1,11 +1,19 @@
 /**
- * The request log table. Columns are data: each has a fixed width or shares what is left, so the table
- * never grows past its card (long model and key names end in an ellipsis, the full text a hover away).
- * Optional columns are picked by the user and remembered in this browser.
+ * The request log table. Columns size to their content (an identifier up to a generous cap; a longer one
+ * ends in an ellipsis, the full text a hover away); when the columns shown need more than the card, the
+ * table scrolls sideways rather than cut an identifier to a few letters. Optional columns are picked by
+ * the user and remembered in this browser.
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
-import type { RequestSummary } from '../api.js';
-import { formatCost, formatDateTime, formatMs, formatNumber, PROVIDER_LABELS } from '../lib/format.js';
+import type { RequestSort, RequestSummary } from '../api.js';
+import {
+  formatCost,
+  formatDateTime,
+  formatMs,
+  formatNumber,
+  isPartial,
+  providerLabel,
+} from '../lib/format.js';
 import { Link, navigate } from '../router.js';
 import { groupByConnection, type LogLine } from '../lib/connections.js';
 import { ErrorCodeBadge, StatusBadge } from './badge.js';
@@ -15,7 +23,7 @@ import { SkeletonRows } from './states.js';
 interface Column {
   id: string;
   label: string;
-  /** Fixed width (px, or a share of the table); columns without one share the rest. */
+  /** Least width (px, or a share of the table); its content may widen it. */
   width?: number | string;
   num?: boolean;
   optional?: boolean;
@@ -43,6 +51,8 @@ function Tokens({ r }: { r: RequestSummary }) {
 }
 
 const keyName = (r: RequestSummary, ctx: CellContext) => ctx.keyNames.get(r.key_id);
+/** An identifier shown whole up to a cap (styles: .cap), so one very long name cannot take the table. */
+const Capped = ({ children }: { children: ReactNode }) => <span className="cap">{children}</span>;
 const dash = <span className="muted">—</span>;
 
 export const COLUMNS: Column[] = [
@@ -63,15 +73,16 @@ export const COLUMNS: Column[] = [
   {
     id: 'key',
     label: 'Key',
-    width: '14%',
     title: (r, ctx) => keyName(r, ctx) ?? r.key_id,
-    cell: (r, ctx) => keyName(r, ctx) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>,
+    cell: (r, ctx) => (
+      <Capped>{keyName(r, ctx) ?? <code className="muted">{r.key_id.slice(0, 8)}</code>}</Capped>
+    ),
   },
   {
     id: 'provider',
     label: 'Provider',
     width: 84,
-    cell: (r) => PROVIDER_LABELS[r.provider] ?? r.provider,
+    cell: (r) => providerLabel(r.provider),
   },
   {
     id: 'model',
@@ -89,8 +100,8 @@ export const COLUMNS: Column[] = [
   {
     id: 'status',
     label: 'Status',
-    // Fits a status and the common refusals ("429 rate limited") on one line; a longer reason wraps.
-    width: 148,
+    // As wide as its badges: "200" alone, or a status and the reason keyrelay refused.
+    width: 64,
     cell: (r) => (
       <span className="status-badges">
         <StatusBadge status={r.status} outcome={r.outcome} />
@@ -103,21 +114,21 @@ export const COLUMNS: Column[] = [
     label: 'End user',
     optional: true,
     title: (r) => r.end_user ?? undefined,
-    cell: (r) => r.end_user ?? dash,
+    cell: (r) => (r.end_user ? <Capped>{r.end_user}</Capped> : dash),
   },
   {
     id: 'session',
     label: 'Session',
     optional: true,
     title: (r) => r.session ?? undefined,
-    cell: (r) => r.session ?? dash,
+    cell: (r) => (r.session ? <Capped>{r.session}</Capped> : dash),
   },
   {
     id: 'properties',
     label: 'Properties',
     optional: true,
     title: (r) => propertiesText(r) || undefined,
-    cell: (r) => propertiesText(r) || dash,
+    cell: (r) => (propertiesText(r) ? <Capped>{propertiesText(r)}</Capped> : dash),
   },
   {
     id: 'tokens',
@@ -137,7 +148,11 @@ export const COLUMNS: Column[] = [
       (r.outcome === 'refused' || ctx.line.kind === 'socket' || r.price_source?.startsWith('not billed')) &&
       r.cost_usd === null
         ? '—'
-        : formatCost(r.cost_usd),
+        : isPartial(r)
+          ? `${formatCost(r.cost_usd)}+`
+          : formatCost(r.cost_usd),
+    // A partial cost leaves out a fee the price library has no rate for: at least this much.
+    title: (r) => (isPartial(r) ? (r.price_source ?? undefined) : undefined),
   },
   {
     id: 'ttfb',
@@ -157,6 +172,32 @@ function propertiesText(r: RequestSummary): string {
 }
 
 export const OPTIONAL_COLUMNS = COLUMNS.filter((c) => c.optional);
+
+export const NEWEST_FIRST: RequestSort = { by: 'time', dir: 'desc' };
+/** Columns whose header sorts the log (the server's sort keys). */
+const SORTABLE: Record<string, RequestSort['by'] | undefined> = {
+  time: 'time',
+  tokens: 'tokens',
+  cost: 'cost',
+  latency: 'latency',
+};
+const SORT_WORDS: Record<RequestSort['by'], Record<RequestSort['dir'], string>> = {
+  time: { desc: 'newest first', asc: 'oldest first' },
+  tokens: { desc: 'most first', asc: 'fewest first' },
+  cost: { desc: 'dearest first', asc: 'cheapest first' },
+  latency: { desc: 'slowest first', asc: 'fastest first' },
+};
+
+/** The sort in the address (`sort=cost:desc`), or newest first when it names none this list knows. */
+export function readSort(query: URLSearchParams): RequestSort {
+  const [by, dir] = (query.get('sort') ?? '').split(':');
+  if (by && by in SORT_WORDS && (dir === 'asc' || dir === 'desc'))
+    return { by: by as RequestSort['by'], dir };
+  return NEWEST_FIRST;
+}
+
+export const sortParam = (s: RequestSort): string | undefined =>
+  s.by === NEWEST_FIRST.by && s.dir === NEWEST_FIRST.dir ? undefined : `${s.by}:${s.dir}`;
 const STORAGE_KEY = 'keyrelay.requests.columns';
 
 /** The optional columns this browser shows, remembered across visits. */
@@ -241,13 +282,24 @@ export function RequestTable({
   loading,
   keyNames,
   shown,
+  sort,
+  onSort,
 }: {
   rows: RequestSummary[] | undefined;
   loading: boolean;
   keyNames: Map<string, string>;
   shown: Set<string>;
+  /** The order the rows come in (the server sorts); with onSort, the sortable headers are buttons. */
+  sort?: RequestSort;
+  onSort?: (s: RequestSort) => void;
 }) {
   const columns = COLUMNS.filter((c) => !c.optional || shown.has(c.id));
+  const current = sort ?? NEWEST_FIRST;
+  // A socket's responses sit under it in time order only; sorted otherwise, each row stands alone.
+  const lines =
+    current.by === 'time'
+      ? groupByConnection(rows ?? [])
+      : (rows ?? []).map((row) => ({ row, kind: 'plain' as const, responses: 0 }));
   return (
     <div className={`table-wrap card requests-wrap ${loading ? 'is-loading' : ''}`} aria-busy={loading}>
       <table className="table table-hover requests-table">
@@ -258,18 +310,45 @@ export function RequestTable({
         </colgroup>
         <thead>
           <tr>
-            {columns.map((c) => (
-              <th key={c.id} scope="col" className={`c-${c.id} ${c.num ? 'num' : ''}`}>
-                {c.label}
-              </th>
-            ))}
+            {columns.map((c) => {
+              const key = SORTABLE[c.id];
+              if (!key || !onSort)
+                return (
+                  <th key={c.id} scope="col" className={`c-${c.id} ${c.num ? 'num' : ''}`}>
+                    {c.label}
+                  </th>
+                );
+              const active = current.by === key;
+              // A first click shows the largest (or newest) first, a second the other way round.
+              const next: RequestSort = { by: key, dir: active && current.dir === 'desc' ? 'asc' : 'desc' };
+              return (
+                <th
+                  key={c.id}
+                  scope="col"
+                  className={`c-${c.id} ${c.num ? 'num' : ''}`}
+                  aria-sort={active ? (current.dir === 'asc' ? 'ascending' : 'descending') : undefined}
+                >
+                  <button
+                    type="button"
+                    className={`sort-button ${active ? 'is-sorted' : ''}`}
+                    onClick={() => onSort(next)}
+                    title={`Sort by ${c.label.toLowerCase()}, ${SORT_WORDS[key][next.dir]}`}
+                  >
+                    {c.label}
+                    <span className="sort-mark" aria-hidden="true">
+                      {active ? (current.dir === 'asc' ? '▲' : '▼') : '↕'}
+                    </span>
+                  </button>
+                </th>
+              );
+            })}
           </tr>
         </thead>
         <tbody>
           {!rows ? (
             <SkeletonRows cols={columns.length} rows={8} />
           ) : (
-            groupByConnection(rows).map(({ row: r, ...line }) => {
+            lines.map(({ row: r, ...line }) => {
               const ctx: CellContext = { keyNames, line };
               return (
                 <tr

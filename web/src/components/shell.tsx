@@ -1,12 +1,19 @@
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { Link, useLocation } from '../router.js';
 import { useSession } from '../session.js';
+import { OrgSwitcher } from '../pages/team.js';
 
 const NAV = [
   { to: '/', label: 'Overview', icon: 'M3 10.5 12 3l9 7.5V21h-6v-6H9v6H3z' },
   { to: '/keys', label: 'Keys', icon: 'M15 7a4 4 0 1 1-3.9 5H8v3H5v-3H3V9h8.1A4 4 0 0 1 15 7z' },
   { to: '/requests', label: 'Requests', icon: 'M4 6h16M4 12h16M4 18h10' },
   { to: '/usage', label: 'Usage', icon: 'M4 20V10m6 10V4m6 16v-7m4 7H2' },
+  { to: '/credentials', label: 'Credentials', icon: 'M5 11V7a7 7 0 0 1 14 0v4M4 11h16v10H4zM12 15v2' },
+  {
+    to: '/team',
+    label: 'Team',
+    icon: 'M9 11a4 4 0 1 0 0-8 4 4 0 0 0 0 8zm-7 10v-1a6 6 0 0 1 12 0v1m3-10a3 3 0 1 0 0-6m2 16v-1a5 5 0 0 0-3-4.6',
+  },
   {
     to: '/settings',
     label: 'Settings',
@@ -110,6 +117,7 @@ export function Shell({ children }: { children: ReactNode }) {
               </li>
             ))}
           </ul>
+          <OrgSwitcher />
           <div className="nav-account">
             <span className="nav-email" title={account.email}>
               {account.email}

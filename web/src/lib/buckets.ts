@@ -32,6 +32,7 @@ const EMPTY: Omit<UsagePoint, 'bucket'> = {
   cache_read_tokens: 0,
   cost_usd: 0,
   unknown_cost_requests: 0,
+  partial_cost_requests: 0,
   latency_p50_ms: null,
   latency_p95_ms: null,
 };

@@ -20,6 +20,11 @@ const LIMITED = {
   rate_limit_tpm: null,
   max_concurrent: null,
   rate_limit_scope: 'billable' as const,
+  budget_unpriced: 'refuse' as const,
+  user_rate_limit_rpm: null,
+  user_budget_usd: null,
+  user_budget_period: null,
+  user_budget_mode: 'soft' as const,
 };
 
 function parsed(d: Partial<LimitsDraft>) {
@@ -74,8 +79,13 @@ describe('parseDraft', () => {
     ]);
   });
 
-  it('puts providers in canonical order', () => {
-    expect(parsed({ providers: ['anthropic', 'openai'] }).allowed_providers).toEqual(['openai', 'anthropic']);
+  it('sends providers as ticked, and a reordering is no change (the server keeps its own order)', () => {
+    expect(parsed({ providers: ['anthropic', 'azure-east'] }).allowed_providers).toEqual([
+      'anthropic',
+      'azure-east',
+    ]);
+    const both = { ...LIMITED, allowed_providers: ['openai', 'anthropic'] };
+    expect(diffLimits(both, { ...both, allowed_providers: ['anthropic', 'openai'] })).toEqual({});
   });
 
   it('refuses out-of-range numbers per field', () => {
@@ -137,6 +147,9 @@ describe('diffLimits', () => {
       rate_limit_scope: 'all',
       rate_limit_tpm: 5,
     });
+    expect(diffLimits(LIMITED, { ...LIMITED, budget_unpriced: 'allow' })).toEqual({
+      budget_unpriced: 'allow',
+    });
   });
 
   it('from no limits gives exactly the set fields, as key creation takes them', () => {
@@ -150,5 +163,36 @@ describe('fieldOfMessage', () => {
     expect(fieldOfMessage('budget_period needs a budget_usd.')).toBe('budget');
     expect(fieldOfMessage('allowed_models: each entry …')).toBe('models');
     expect(fieldOfMessage('Something else')).toBe('general');
+  });
+});
+
+describe('caps per end user', () => {
+  it('reads, summarizes and diffs the rpm and budget per end user, the period travelling with the budget', () => {
+    const capped = parsed({ userRpm: '10', userBudget: '2.5', userPeriod: 'day', userMode: 'hard' });
+    expect(capped).toMatchObject({
+      user_rate_limit_rpm: 10,
+      user_budget_usd: 2.5,
+      user_budget_period: 'day',
+      user_budget_mode: 'hard',
+    });
+    expect(summarizeLimits(capped)).toEqual(['10 rpm per end user', '$2.50/day per end user (hard)']);
+    expect(diffLimits(NO_LIMITS, capped)).toEqual({
+      user_rate_limit_rpm: 10,
+      user_budget_usd: 2.5,
+      user_budget_period: 'day',
+      user_budget_mode: 'hard',
+    });
+    expect(diffLimits(capped, { ...capped, user_budget_usd: null, user_budget_period: null })).toEqual({
+      user_budget_usd: null,
+    });
+    expect(draftFromLimits(capped)).toMatchObject({ userRpm: '10', userBudget: '2.5', userPeriod: 'day' });
+  });
+
+  it('refuses out-of-range caps on their own fields, and maps the server’s messages to them', () => {
+    const r = parseDraft({ ...draftFromLimits(NO_LIMITS), userRpm: '0', userBudget: '0.001' });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(Object.keys(r.errors).sort()).toEqual(['userBudget', 'userRpm']);
+    expect(fieldOfMessage('user_rate_limit_rpm must be null or an integer 1–1000000.')).toBe('userRpm');
+    expect(fieldOfMessage('user_budget_period needs a user_budget_usd.')).toBe('userBudget');
   });
 });

@@ -5,15 +5,16 @@
  * judge and its message is shown next to the field it names.
  */
 import type { KeyLimits, Provider } from '../api.js';
-import { PROVIDER_LABELS } from './format.js';
+import { providerLabel } from './format.js';
 
 export type BudgetPeriod = 'day' | 'month';
 export type BudgetMode = 'soft' | 'hard';
 export type RpmScope = 'billable' | 'all';
-export type LimitField = 'providers' | 'models' | 'rpm' | 'budget' | 'tpm' | 'concurrent';
+export type UnpricedPolicy = 'refuse' | 'allow';
+export type LimitField =
+  'providers' | 'models' | 'rpm' | 'budget' | 'tpm' | 'concurrent' | 'userRpm' | 'userBudget';
 export type FieldErrors = Partial<Record<LimitField | 'general', string>>;
 
-export const PROVIDERS: readonly Provider[] = ['openai', 'anthropic'];
 export const MAX_MODELS = 50;
 export const MAX_RPM = 1_000_000;
 export const MAX_TPM = 1_000_000_000;
@@ -31,6 +32,11 @@ export const NO_LIMITS: KeyLimits = {
   rate_limit_tpm: null,
   max_concurrent: null,
   rate_limit_scope: 'billable',
+  budget_unpriced: 'refuse',
+  user_rate_limit_rpm: null,
+  user_budget_usd: null,
+  user_budget_period: null,
+  user_budget_mode: 'soft',
 };
 
 /** What the form edits: text as typed, so a half-typed number is not lost or coerced. */
@@ -42,9 +48,15 @@ export interface LimitsDraft {
   budget: string;
   period: BudgetPeriod;
   mode: BudgetMode;
+  unpriced: UnpricedPolicy;
   tpm: string;
   concurrent: string;
   scope: RpmScope;
+  /** Caps for each end user (proxy-user) of the key. */
+  userRpm: string;
+  userBudget: string;
+  userPeriod: BudgetPeriod;
+  userMode: BudgetMode;
 }
 
 export function draftFromLimits(l: KeyLimits): LimitsDraft {
@@ -56,9 +68,14 @@ export function draftFromLimits(l: KeyLimits): LimitsDraft {
     budget: l.budget_usd === null ? '' : String(l.budget_usd),
     period: l.budget_period ?? 'month',
     mode: l.budget_mode,
+    unpriced: l.budget_unpriced,
     tpm: l.rate_limit_tpm === null ? '' : String(l.rate_limit_tpm),
     concurrent: l.max_concurrent === null ? '' : String(l.max_concurrent),
     scope: l.rate_limit_scope,
+    userRpm: l.user_rate_limit_rpm === null ? '' : String(l.user_rate_limit_rpm),
+    userBudget: l.user_budget_usd === null ? '' : String(l.user_budget_usd),
+    userPeriod: l.user_budget_period ?? 'month',
+    userMode: l.user_budget_mode,
   };
 }
 
@@ -69,7 +86,9 @@ export function hasLimits(l: KeyLimits): boolean {
     l.rate_limit_rpm !== null ||
     l.budget_usd !== null ||
     l.rate_limit_tpm !== null ||
-    l.max_concurrent !== null
+    l.max_concurrent !== null ||
+    l.user_rate_limit_rpm !== null ||
+    l.user_budget_usd !== null
   );
 }
 
@@ -103,7 +122,7 @@ export function parseDraft(d: LimitsDraft): Parsed {
     if (!Number.isInteger(rpm) || rpm < 1 || rpm > MAX_RPM)
       errors.rpm = `A whole number from 1 to ${MAX_RPM.toLocaleString('en-US')}, or empty for no limit.`;
   }
-  const whole = (text: string, max: number, field: 'tpm' | 'concurrent'): number | null => {
+  const whole = (text: string, max: number, field: 'tpm' | 'concurrent' | 'userRpm'): number | null => {
     if (!text.trim()) return null;
     const v = Number(text);
     if (!Number.isInteger(v) || v < 1 || v > max)
@@ -112,6 +131,13 @@ export function parseDraft(d: LimitsDraft): Parsed {
   };
   const tpm = whole(d.tpm, MAX_TPM, 'tpm');
   const concurrent = whole(d.concurrent, MAX_CONCURRENT, 'concurrent');
+  const userRpm = whole(d.userRpm, MAX_RPM, 'userRpm');
+  let userBudget: number | null = null;
+  if (d.userBudget.trim()) {
+    userBudget = Number(d.userBudget);
+    if (!Number.isFinite(userBudget) || userBudget < MIN_BUDGET || userBudget > MAX_BUDGET)
+      errors.userBudget = `From $${MIN_BUDGET} to $${MAX_BUDGET.toLocaleString('en-US')}, or empty for no budget.`;
+  }
   let budget: number | null = null;
   if (d.budget.trim()) {
     budget = Number(d.budget);
@@ -122,7 +148,7 @@ export function parseDraft(d: LimitsDraft): Parsed {
   return {
     ok: true,
     limits: {
-      allowed_providers: d.providers.length ? PROVIDERS.filter((p) => d.providers.includes(p)) : null,
+      allowed_providers: d.providers.length ? [...d.providers] : null,
       allowed_models: models.length ? models : null,
       rate_limit_rpm: rpm,
       budget_usd: budget,
@@ -131,12 +157,20 @@ export function parseDraft(d: LimitsDraft): Parsed {
       rate_limit_tpm: tpm,
       max_concurrent: concurrent,
       rate_limit_scope: d.scope,
+      budget_unpriced: d.unpriced,
+      user_rate_limit_rpm: userRpm,
+      user_budget_usd: userBudget,
+      user_budget_period: userBudget === null ? null : d.userPeriod,
+      user_budget_mode: d.userMode,
     },
   };
 }
 
 const sameList = (a: readonly string[] | null, b: readonly string[] | null): boolean =>
   a === b || (a !== null && b !== null && a.length === b.length && a.every((x, i) => x === b[i]));
+/** Providers are a set: the server keeps them in its own order. */
+const sameSet = (a: readonly string[] | null, b: readonly string[] | null): boolean =>
+  a === b || (a !== null && b !== null && a.length === b.length && a.every((x) => b.includes(x)));
 
 /**
  * Only the fields that differ from `before`, as PATCH /keys/:id takes them (null clears a limit). The period
@@ -144,26 +178,40 @@ const sameList = (a: readonly string[] | null, b: readonly string[] | null): boo
  */
 export function diffLimits(before: KeyLimits, after: KeyLimits): Partial<KeyLimits> {
   const patch: Partial<KeyLimits> = {};
-  const providersBefore =
-    before.allowed_providers && PROVIDERS.filter((p) => before.allowed_providers!.includes(p));
-  if (!sameList(providersBefore, after.allowed_providers)) patch.allowed_providers = after.allowed_providers;
+  if (!sameSet(before.allowed_providers, after.allowed_providers))
+    patch.allowed_providers = after.allowed_providers;
   if (!sameList(before.allowed_models, after.allowed_models)) patch.allowed_models = after.allowed_models;
   if (before.rate_limit_rpm !== after.rate_limit_rpm) patch.rate_limit_rpm = after.rate_limit_rpm;
   if (before.rate_limit_scope !== after.rate_limit_scope) patch.rate_limit_scope = after.rate_limit_scope;
   if (before.rate_limit_tpm !== after.rate_limit_tpm) patch.rate_limit_tpm = after.rate_limit_tpm;
   if (before.max_concurrent !== after.max_concurrent) patch.max_concurrent = after.max_concurrent;
   if (before.budget_mode !== after.budget_mode) patch.budget_mode = after.budget_mode;
+  if (before.budget_unpriced !== after.budget_unpriced) patch.budget_unpriced = after.budget_unpriced;
   if (after.budget_usd === null) {
     if (before.budget_usd !== null) patch.budget_usd = null;
   } else if (before.budget_usd !== after.budget_usd || before.budget_period !== after.budget_period) {
     patch.budget_usd = after.budget_usd;
     patch.budget_period = after.budget_period;
   }
+  if (before.user_rate_limit_rpm !== after.user_rate_limit_rpm)
+    patch.user_rate_limit_rpm = after.user_rate_limit_rpm;
+  if (before.user_budget_mode !== after.user_budget_mode) patch.user_budget_mode = after.user_budget_mode;
+  if (after.user_budget_usd === null) {
+    if (before.user_budget_usd !== null) patch.user_budget_usd = null;
+  } else if (
+    before.user_budget_usd !== after.user_budget_usd ||
+    before.user_budget_period !== after.user_budget_period
+  ) {
+    patch.user_budget_usd = after.user_budget_usd;
+    patch.user_budget_period = after.user_budget_period;
+  }
   return patch;
 }
 
 /** The form field a server message is about: its messages start with the API field's name. */
 export function fieldOfMessage(message: string): LimitField | 'general' {
+  if (message.startsWith('user_rate_limit_rpm')) return 'userRpm';
+  if (message.startsWith('user_budget_')) return 'userBudget';
   if (message.startsWith('allowed_providers')) return 'providers';
   if (message.startsWith('allowed_models')) return 'models';
   if (message.startsWith('rate_limit_rpm') || message.startsWith('rate_limit_scope')) return 'rpm';
@@ -181,8 +229,8 @@ export function formatBudget(usd: number): string {
 export function summarizeLimits(l: KeyLimits): string[] {
   const parts: string[] = [];
   const providers = l.allowed_providers;
-  if (providers && providers.length === 1) parts.push(`${PROVIDER_LABELS[providers[0]!]} only`);
-  else if (providers) parts.push(providers.map((p) => PROVIDER_LABELS[p] ?? p).join(' + '));
+  if (providers && providers.length === 1) parts.push(`${providerLabel(providers[0]!)} only`);
+  else if (providers) parts.push(providers.map(providerLabel).join(' + '));
   const models = l.allowed_models;
   if (models && models.length <= 2) parts.push(models.join(', '));
   else if (models) parts.push(`${models.slice(0, 2).join(', ')} +${models.length - 2} more`);
@@ -192,6 +240,12 @@ export function summarizeLimits(l: KeyLimits): string[] {
   if (l.budget_usd !== null)
     parts.push(
       `${formatBudget(l.budget_usd)}/${l.budget_period ?? 'month'}${l.budget_mode === 'hard' ? ' (hard)' : ''}`,
+    );
+  if (l.user_rate_limit_rpm !== null)
+    parts.push(`${l.user_rate_limit_rpm.toLocaleString('en-US')} rpm per end user`);
+  if (l.user_budget_usd !== null)
+    parts.push(
+      `${formatBudget(l.user_budget_usd)}/${l.user_budget_period ?? 'month'} per end user${l.user_budget_mode === 'hard' ? ' (hard)' : ''}`,
     );
   return parts;
 }
@@ -217,8 +271,9 @@ export const ERROR_CODE_LABELS: Record<string, string> = {
 /** One sentence on why keyrelay refused, for the request detail page. */
 export const ERROR_CODE_EXPLANATIONS: Record<string, string> = {
   proxy_rate_limited:
-    'The key reached its requests-per-minute, tokens-per-minute or requests-in-flight limit.',
-  proxy_budget_exceeded: 'The key spent its budget for the current period.',
+    'The key reached its requests-per-minute, tokens-per-minute or requests-in-flight limit. Or the end user reached the key’s requests per minute for each end user.',
+  proxy_budget_exceeded:
+    'The key spent its budget for the current period. Or the end user spent the key’s budget for each end user.',
   proxy_key_forbidden: 'The key may not use this provider or model.',
   proxy_key_revoked: 'The key was revoked.',
   proxy_key_expired: 'The key had expired.',

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { api, type KeyView } from '../api.js';
+import { api, type KeyBudgetStatus, type KeyRateStatus, type KeyView } from '../api.js';
 import { useAction } from '../lib/use-action.js';
 import { KeyStatusBadge } from '../components/badge.js';
 import { CreateKeyDialog, RevokeKeyDialog, RollKeyDialog } from '../components/key-dialogs.js';
@@ -8,6 +8,8 @@ import { PageHeader } from '../components/page-header.js';
 import { EmptyState, ErrorState, SkeletonRows } from '../components/states.js';
 import { formatDate, formatDateTime, formatRelative } from '../lib/format.js';
 import { summarizeLimits } from '../lib/limits.js';
+import { BudgetMeter } from '../components/budget-meter.js';
+import { RateMeter } from '../components/rate-meter.js';
 import { useAsync } from '../lib/use-async.js';
 import { navigate, useLocation } from '../router.js';
 
@@ -18,9 +20,24 @@ type Dialog =
   | { kind: 'limits'; key: KeyView }
   | null;
 
-function LimitsSummary({ k }: { k: KeyView }) {
-  const parts = summarizeLimits(k);
-  if (parts.length === 0) return <span className="muted small limits-summary">No limits</span>;
+function LimitsSummary({
+  k,
+  budget,
+  rate,
+}: {
+  k: KeyView;
+  budget: KeyBudgetStatus | undefined;
+  rate: KeyRateStatus | undefined;
+}) {
+  // With their status known, the budget and rate limits show as meters instead of bare amounts.
+  const parts = summarizeLimits({
+    ...k,
+    ...(budget && { budget_usd: null }),
+    ...(rate?.rpm && { rate_limit_rpm: null }),
+    ...(rate?.tpm && { rate_limit_tpm: null }),
+  });
+  if (parts.length === 0 && !budget && !rate)
+    return <span className="muted small limits-summary nowrap">No limits</span>;
   // The summary names two models at most; the rest are a hover away.
   const models = k.allowed_models && k.allowed_models.length > 2 ? k.allowed_models.join(', ') : undefined;
   return (
@@ -30,6 +47,9 @@ function LimitsSummary({ k }: { k: KeyView }) {
           {p}
         </span>
       ))}
+      {rate?.rpm && <RateMeter unit="rpm" r={rate.rpm} now={Date.now()} />}
+      {rate?.tpm && <RateMeter unit="tpm" r={rate.tpm} now={Date.now()} />}
+      {budget && <BudgetMeter k={k} b={budget} now={Date.now()} />}
     </span>
   );
 }
@@ -127,10 +147,47 @@ function RenameCell({ k, onDone }: { k: KeyView; onDone: () => void }) {
   );
 }
 
+/** Keys are read again this often while the page is visible, so "Last used" and budgets stay current. */
+const KEYS_REFRESH_MS = 10_000;
+const SHOW_REVOKED_KEY = 'keyrelay.keys.showRevoked';
+
+/**
+ * Rolled keys, by id: the old key of a roll (active, expiring, beside an active key of the same name that
+ * outlives it) and that key, so the two rows read "old" and "new" instead of one name twice.
+ */
+function rollPairs(keys: KeyView[]): Map<string, 'old' | 'new'> {
+  const roles = new Map<string, 'old' | 'new'>();
+  for (const k of keys) {
+    if (k.status !== 'active' || !k.expires_at) continue;
+    // A roll's new key outlives the old one (it has no expiry, or a later one); created_at can tie.
+    const successor = keys
+      .filter(
+        (n) =>
+          n.id !== k.id &&
+          n.status === 'active' &&
+          n.name === k.name &&
+          (n.expires_at === null || n.expires_at > k.expires_at!),
+      )
+      .sort((a, b) => b.created_at.localeCompare(a.created_at))[0];
+    if (!successor) continue;
+    roles.set(k.id, 'old');
+    if (!roles.has(successor.id)) roles.set(successor.id, 'new');
+  }
+  return roles;
+}
+
 export function KeysPage() {
   const keys = useAsync(() => api.listKeys(), []);
   const { query } = useLocation();
   const [dialog, setDialog] = useState<Dialog>(null);
+  const [showRevoked, setShowRevoked] = useState(() => localStorage.getItem(SHOW_REVOKED_KEY) !== '0');
+  const reloadKeys = keys.reload;
+  useEffect(() => {
+    const t = setInterval(() => {
+      if (document.visibilityState === 'visible') reloadKeys();
+    }, KEYS_REFRESH_MS);
+    return () => clearInterval(t);
+  }, [reloadKeys]);
 
   // Deep links from the overview: /keys?create=1 and /keys?roll=<id>.
   useEffect(() => {
@@ -142,7 +199,10 @@ export function KeysPage() {
     if (roll || query.get('create')) navigate('/keys', { replace: true });
   }, [keys.data, query]);
 
-  const list = keys.data?.keys ?? [];
+  const all = keys.data?.keys ?? [];
+  const revokedCount = all.filter((k) => k.status === 'revoked').length;
+  const list = showRevoked ? all : all.filter((k) => k.status !== 'revoked');
+  const rolls = rollPairs(all);
   return (
     <>
       <PageHeader
@@ -156,7 +216,7 @@ export function KeysPage() {
       />
       {keys.error ? (
         <ErrorState error={keys.error} onRetry={keys.reload} />
-      ) : keys.data && list.length === 0 ? (
+      ) : keys.data && all.length === 0 ? (
         <EmptyState
           title="No keys yet"
           action={
@@ -168,90 +228,123 @@ export function KeysPage() {
           Create a key, then send it in the <code>proxy-api-key</code> header.
         </EmptyState>
       ) : (
-        <div className="table-wrap card keys-wrap">
-          <table className="table table-stack keys-table">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Limits</th>
-                <th scope="col">Status</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {!keys.data ? (
-                <SkeletonRows cols={5} rows={3} />
-              ) : (
-                list.map((k) => (
-                  <tr key={k.id} data-key-id={k.id}>
-                    <td className="stack-title name-col">
-                      {k.status === 'active' ? (
-                        <RenameCell k={k} onDone={keys.reload} />
-                      ) : (
-                        <span className="key-name">{k.name}</span>
-                      )}
-                      <code className="key-hint">{k.hint}</code>
-                    </td>
-                    <td data-label="Limits" className="limits-cell">
-                      <LimitsSummary k={k} />
-                    </td>
-                    <td data-label="Status">
-                      <span className="status-cell">
-                        <KeyStatusBadge status={k.status} />
-                        {k.status === 'active' && k.expires_at && (
-                          <span className="muted small" title={formatDateTime(k.expires_at)}>
-                            expires {formatRelative(k.expires_at)}
+        <>
+          {revokedCount > 0 && (
+            <label className="keys-toggle small">
+              <input
+                type="checkbox"
+                checked={showRevoked}
+                onChange={(e) => {
+                  setShowRevoked(e.target.checked);
+                  localStorage.setItem(SHOW_REVOKED_KEY, e.target.checked ? '1' : '0');
+                }}
+              />{' '}
+              Show revoked keys ({revokedCount})
+            </label>
+          )}
+          <div className="table-wrap card keys-wrap">
+            <table className="table table-stack keys-table">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Limits</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {!keys.data ? (
+                  <SkeletonRows cols={5} rows={3} />
+                ) : (
+                  list.map((k) => (
+                    <tr key={k.id} data-key-id={k.id}>
+                      <td className="stack-title name-col">
+                        {k.status === 'active' ? (
+                          <RenameCell k={k} onDone={keys.reload} />
+                        ) : (
+                          <div className="name-cell">
+                            <span className="key-name">{k.name}</span>
+                          </div>
+                        )}
+                        <code className="key-hint">{k.hint}</code>
+                        {k.service && (
+                          <span className="service-tag" title="The organization’s key, held by no member">
+                            service key
                           </span>
                         )}
-                      </span>
-                    </td>
-                    <td data-label="Last used" className="used-cell">
-                      <span title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>
-                        {formatRelative(k.last_used_at)}
-                      </span>
-                      <span className="muted small nowrap" title={formatDateTime(k.created_at)}>
-                        created {formatDate(k.created_at)}
-                      </span>
-                    </td>
-                    <td className="actions-cell">
-                      {k.status === 'active' && (
-                        <div className="row-actions">
-                          <button
-                            type="button"
-                            className="btn btn-secondary btn-xs"
-                            aria-label={`Limits for ${k.name}`}
-                            onClick={() => setDialog({ kind: 'limits', key: k })}
-                          >
-                            Limits
-                          </button>
-                          <button
-                            type="button"
-                            className="btn btn-secondary btn-xs"
-                            aria-label={`Roll ${k.name}`}
-                            onClick={() => setDialog({ kind: 'roll', key: k })}
-                          >
-                            Roll
-                          </button>
-                          <button
-                            type="button"
-                            className="btn btn-danger-ghost btn-xs"
-                            aria-label={`Revoke ${k.name}`}
-                            onClick={() => setDialog({ kind: 'revoke', key: k })}
-                          >
-                            Revoke
-                          </button>
-                        </div>
-                      )}
-                    </td>
-                  </tr>
-                ))
-              )}
-            </tbody>
-          </table>
-        </div>
+                        {rolls.get(k.id) && (
+                          <span className={`roll-tag roll-${rolls.get(k.id)}`}>
+                            {rolls.get(k.id) === 'old' ? 'old key, being replaced' : 'new key'}
+                          </span>
+                        )}
+                      </td>
+                      <td data-label="Limits" className="limits-cell">
+                        <LimitsSummary
+                          k={k}
+                          budget={keys.data?.budgets[k.id]}
+                          rate={keys.data?.rates?.[k.id]}
+                        />
+                      </td>
+                      <td data-label="Status">
+                        <span className="status-cell">
+                          <KeyStatusBadge status={k.status} />
+                          {k.status === 'active' && k.expires_at && (
+                            <span className="muted small" title={formatDateTime(k.expires_at)}>
+                              expires {formatRelative(k.expires_at)}
+                            </span>
+                          )}
+                        </span>
+                      </td>
+                      <td data-label="Last used" className="used-cell">
+                        <span title={k.last_used_at ? formatDateTime(k.last_used_at) : undefined}>
+                          {formatRelative(k.last_used_at)}
+                        </span>
+                        <span className="muted small nowrap" title={formatDateTime(k.created_at)}>
+                          created {formatDate(k.created_at)}
+                        </span>
+                      </td>
+                      <td className="actions-cell">
+                        {k.status === 'active' && (
+                          <div className="row-actions">
+                            <button
+                              type="button"
+                              className="btn btn-secondary btn-xs"
+                              aria-label={`Limits for ${k.name}`}
+                              onClick={() => setDialog({ kind: 'limits', key: k })}
+                            >
+                              Limits
+                            </button>
+                            {rolls.get(k.id) !== 'old' && (
+                              <button
+                                type="button"
+                                className="btn btn-secondary btn-xs"
+                                aria-label={`Roll ${k.name}`}
+                                onClick={() => setDialog({ kind: 'roll', key: k })}
+                              >
+                                Roll
+                              </button>
+                            )}
+                            <button
+                              type="button"
+                              className="btn btn-danger-ghost btn-xs"
+                              aria-label={`Revoke ${k.name}`}
+                              onClick={() => setDialog({ kind: 'revoke', key: k })}
+                            >
+                              Revoke
+                            </button>
+                          </div>
+                        )}
+                      </td>
+                    </tr>
+                  ))
+                )}
+              </tbody>
+            </table>
+          </div>
+        </>
       )}
       <CreateKeyDialog
         open={dialog?.kind === 'create'}
@@ -265,6 +358,8 @@ export function KeysPage() {
       />
       <LimitsDialog
         keyView={dialog?.kind === 'limits' ? dialog.key : null}
+        budget={dialog?.kind === 'limits' ? keys.data?.budgets[dialog.key.id] : undefined}
+        rate={dialog?.kind === 'limits' ? keys.data?.rates?.[dialog.key.id] : undefined}
         onClose={() => setDialog(null)}
         onSaved={keys.reload}
       />

@@ -25,14 +25,16 @@ function LastDayStats() {
     let tokens = 0;
     let cost = 0;
     let unknown = 0;
+    let partial = 0;
     for (const p of points) {
       requests += p.requests;
       errors += p.errors;
       tokens += p.input_tokens + p.output_tokens;
       cost += p.cost_usd;
       unknown += p.unknown_cost_requests;
+      partial += p.partial_cost_requests;
     }
-    return { requests, errors, tokens, cost, unknown };
+    return { requests, errors, tokens, cost, unknown, partial };
   }, []);
   const s = stats.data;
   const items = [
@@ -42,7 +44,15 @@ function LastDayStats() {
     {
       label: 'Cost',
       value: s ? (s.requests > 0 && s.unknown === s.requests ? 'unpriced' : formatCost(s.cost)) : '',
-      note: s && s.unknown > 0 && s.unknown < s.requests ? `+ ${s.unknown} unpriced` : undefined,
+      note:
+        s && ((s.unknown > 0 && s.unknown < s.requests) || s.partial > 0)
+          ? [
+              s.unknown > 0 && s.unknown < s.requests ? `+ ${s.unknown} unpriced` : '',
+              s.partial > 0 ? `${s.partial} partial` : '',
+            ]
+              .filter(Boolean)
+              .join(' · ')
+          : undefined,
     },
   ];
   if (stats.error) return <ErrorState error={stats.error} onRetry={stats.reload} />;

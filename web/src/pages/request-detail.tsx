@@ -1,14 +1,17 @@
 import type { ReactNode } from 'react';
-import { ApiError, api, type RequestLogRow } from '../api.js';
+import { ApiError, api, type CostBreakdown, type RequestLogRow } from '../api.js';
 import { Badge, ErrorCodeBadge, StatusBadge } from '../components/badge.js';
 import { BodyView } from '../components/body-view.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import {
+  COST_PART_LABELS,
   formatBytes,
   formatCost,
   formatDateTime,
   formatMs,
   formatNumber,
+  formatRate,
+  isPartial,
   OUTCOME_LABELS,
   PROVIDER_LABELS,
 } from '../lib/format.js';
@@ -61,6 +64,11 @@ function HeaderTable({ title, headers }: { title: string; headers: Record<string
   );
 }
 
+/** The request log filtered to rows sharing one of this request's identifiers. */
+function listOf(filter: string, value: string): string {
+  return `/requests?${new URLSearchParams({ [filter]: value }).toString()}`;
+}
+
 function Card({ title, children }: { title: string; children: ReactNode }) {
   return (
     <section className="card detail-card">
@@ -70,7 +78,46 @@ function Card({ title, children }: { title: string; children: ReactNode }) {
   );
 }
 
-function Detail({ r }: { r: RequestLogRow }) {
+/** How the cost was made: each part with its quantity, the rate it took and its cost. */
+function CostParts({ b }: { b: CostBreakdown }) {
+  return (
+    <table className="table cost-parts" data-testid="cost-breakdown">
+      <thead>
+        <tr>
+          <th scope="col">Part</th>
+          <th scope="col" className="num">
+            Quantity
+          </th>
+          <th scope="col" className="num">
+            Rate
+          </th>
+          <th scope="col" className="num">
+            Cost
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {b.lines.map((l) => (
+          <tr key={l.part} title={l.note ?? undefined}>
+            <th scope="row">
+              {COST_PART_LABELS[l.part] ?? l.part}
+              {l.tier_start !== null && ' *'}
+            </th>
+            <td className="num">{formatNumber(l.quantity)}</td>
+            <td className={`num ${l.rate === null ? 'muted' : ''}`}>{formatRate(l.rate, l.per)}</td>
+            <td className={`num ${l.cost === null ? 'muted' : ''}`}>
+              {l.cost === null ? 'not priced' : formatCost(l.cost)}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function Detail({ r, breakdown }: { r: RequestLogRow; breakdown: CostBreakdown | null }) {
+  const tiers = breakdown?.lines.flatMap((l) => (l.tier_start === null ? [] : [l.tier_start])) ?? [];
+  const tierStart = tiers.length > 0 ? Math.max(...tiers) : null;
   const keys = useAsync(() => api.listKeys(), []);
   const key = keys.data?.keys.find((k) => k.id === r.key_id);
   const props = Object.entries(r.properties ?? {});
@@ -103,7 +150,8 @@ function Detail({ r }: { r: RequestLogRow }) {
                 <ErrorCodeBadge code={r.error_code} /> <code>{r.error_code}</code>
               </>
             )}{' '}
-            · {PROVIDER_LABELS[r.provider] ?? r.provider} · {r.model ?? 'no model'}{' '}
+            · <Link to={listOf('provider', r.provider)}>{PROVIDER_LABELS[r.provider] ?? r.provider}</Link> ·{' '}
+            {r.model ? <Link to={listOf('model', `"${r.model}"`)}>{r.model}</Link> : 'no model'}{' '}
             {r.stream && <Badge tone="blue">stream</Badge>} · {formatDateTime(r.created_at)}
           </p>
         </div>
@@ -155,6 +203,12 @@ function Detail({ r }: { r: RequestLogRow }) {
               ['Cache write', n(r.cache_write_tokens)],
               ['Output tokens', n(r.output_tokens)],
               ['Reasoning', n(r.reasoning_tokens)],
+              ...(r.tool_uses
+                ? Object.entries(r.tool_uses).map(([fee, count]): [string, ReactNode] => [
+                    COST_PART_LABELS[fee] ?? fee,
+                    formatNumber(count),
+                  ])
+                : []),
               [
                 'Source',
                 <span key="s" title={USAGE_SOURCE_TEXT[r.usage_source]}>
@@ -169,23 +223,54 @@ function Detail({ r }: { r: RequestLogRow }) {
             {(r.outcome === 'refused' || r.price_source?.startsWith('not billed')) && r.cost_usd === null
               ? '—'
               : formatCost(r.cost_usd)}
+            {isPartial(r) && (
+              <>
+                {' '}
+                <Badge tone="amber">partial</Badge>
+              </>
+            )}
           </p>
-          <p className="muted small">
+          <p className="muted small" data-testid="detail-price-source">
             {r.outcome === 'refused' && r.cost_usd === null
               ? 'Nothing: keyrelay refused the request before it reached the provider.'
               : r.cost_usd === null
                 ? r.price_source?.startsWith('not billed')
                   ? 'Nothing: the provider bills no failed call.'
                   : `Unpriced: ${r.price_source?.replace(/^unpriced: /, '') ?? 'no price is known for this model, or there was no usage to price'}.`
-                : `Priced with ${r.price_source ?? 'the price library'}.`}
+                : isPartial(r)
+                  ? `At least this much: ${r.price_source!.replace(/^partial: /, '')}.`
+                  : `Priced with ${r.price_source ?? 'the price library'}.`}
           </p>
         </Card>
         <Card title="Context">
           <Facts
             items={[
-              ['Key', key ? `${key.name} (${key.hint})` : r.key_id],
-              ['End user', r.end_user ?? <span className="muted">—</span>],
-              ['Session', r.session ?? <span className="muted">—</span>],
+              [
+                'Key',
+                <Link key="k" to={listOf('key_id', r.key_id)}>
+                  {key ? `${key.name} (${key.hint})` : r.key_id}
+                </Link>,
+              ],
+              [
+                'End user',
+                r.end_user ? (
+                  <Link key="u" to={listOf('end_user', r.end_user)}>
+                    {r.end_user}
+                  </Link>
+                ) : (
+                  <span className="muted">—</span>
+                ),
+              ],
+              [
+                'Session',
+                r.session ? (
+                  <Link key="s" to={listOf('session', r.session)}>
+                    {r.session}
+                  </Link>
+                ) : (
+                  <span className="muted">—</span>
+                ),
+              ],
               ['Client IP', r.client_ip ?? <span className="muted">—</span>],
               ['User agent', r.user_agent ?? <span className="muted">—</span>],
               [
@@ -201,12 +286,31 @@ function Detail({ r }: { r: RequestLogRow }) {
         </Card>
       </div>
 
+      {breakdown && (
+        <section className="card section">
+          <h2>How the cost was made</h2>
+          <p className="muted small">
+            Rates from {breakdown.price_source} for {breakdown.price_model}, as they stood at the time of the
+            request.
+          </p>
+          {tierStart !== null && (
+            <p className="small" data-testid="cost-tier">
+              * Long-context rate: the request&rsquo;s {formatNumber(r.input_tokens)} input tokens passed{' '}
+              {formatNumber(tierStart)}, so the whole request is billed at the higher tier.
+            </p>
+          )}
+          <div className="table-wrap">
+            <CostParts b={breakdown} />
+          </div>
+        </section>
+      )}
+
       {props.length > 0 && (
         <section className="card section">
           <h2>Properties</h2>
           <div className="props">
             {props.map(([k, v]) => (
-              <Link key={k} className="prop" to={`/requests?property=${encodeURIComponent(`${k}:${v}`)}`}>
+              <Link key={k} className="prop" to={listOf('property', `${k}:${v}`)}>
                 <span className="prop-k">{k}</span>
                 <span className="prop-v">{v}</span>
               </Link>
@@ -270,5 +374,5 @@ export function RequestDetailPage({ id }: { id: string }) {
   }
   if (req.error) return <ErrorState error={req.error} onRetry={req.reload} />;
   if (!req.data) return <LoadingState label="Loading request…" />;
-  return <Detail r={req.data.request} />;
+  return <Detail r={req.data.request} breakdown={req.data.cost_breakdown} />;
 }

@@ -1,27 +1,42 @@
 import { useEffect, useMemo, useState } from 'react';
-import { api, type RequestQuery, type RequestSummary } from '../api.js';
+import { api, type RequestQuery, type RequestSort, type RequestSummary } from '../api.js';
 import { useAction } from '../lib/use-action.js';
 import { PageHeader } from '../components/page-header.js';
 import { Quickstart } from '../components/quickstart.js';
 import {
   propertyProblem,
   RANGES,
+  searchProblem,
   readFilters,
   RequestFilters,
   writeFilters,
   type Filters,
 } from '../components/request-filters.js';
-import { ColumnPicker, RequestTable, useOptionalColumns } from '../components/request-table.js';
+import {
+  ColumnPicker,
+  readSort,
+  RequestTable,
+  sortParam,
+  useOptionalColumns,
+} from '../components/request-table.js';
 import { EmptyState, ErrorState, Spinner } from '../components/states.js';
 import { useAsync } from '../lib/use-async.js';
-import { useLocation } from '../router.js';
+import { liveProblem, useLiveTail } from '../lib/use-live-tail.js';
+import { navigate, useLocation } from '../router.js';
 import { useSession } from '../session.js';
 
 const PAGE_SIZE = 50;
 const AUTO_REFRESH_MS = 5000;
 const AUTO_REFRESH_KEY = 'keyrelay.requests.autoRefresh';
 
-function toQuery(f: Filters): RequestQuery {
+const ORDER_WORDS: Record<RequestSort['by'], Record<RequestSort['dir'], string>> = {
+  time: { desc: 'newest first', asc: 'oldest first' },
+  cost: { desc: 'dearest first', asc: 'cheapest first (unpriced last)' },
+  tokens: { desc: 'most tokens first', asc: 'fewest tokens first' },
+  latency: { desc: 'slowest first', asc: 'fastest first' },
+};
+
+function toQuery(f: Filters, sort?: RequestSort): RequestQuery {
   const range = f.range && f.range !== 'custom' ? RANGES[f.range] : undefined;
   const custom = f.range === 'custom';
   return {
@@ -34,19 +49,47 @@ function toQuery(f: Filters): RequestQuery {
     property: propertyProblem(f.property) ? undefined : f.property,
     from: custom ? f.from : range ? new Date(Date.now() - range.ms).toISOString() : undefined,
     to: custom ? f.to : undefined,
-    q: f.q,
+    end_user: f.end_user,
+    session: f.session,
+    q: searchProblem(f.q) ? undefined : f.q,
     limit: PAGE_SIZE,
+    sort: sort && sortParam(sort),
   };
+}
+
+/** Every row the filters select (not only those loaded), as a file. */
+function ExportLinks({ query }: { query: RequestQuery }) {
+  // An export streams newest first whatever the list's order.
+  const { limit: _limit, cursor: _cursor, sort: _sort, ...filters } = query;
+  return (
+    <span className="export-links" role="group" aria-label="Export the filtered log">
+      <a className="btn btn-secondary" href={api.exportUrl(filters, 'csv')} download>
+        Export CSV
+      </a>
+      <a className="btn btn-secondary" href={api.exportUrl(filters, 'ndjson')} download>
+        NDJSON
+      </a>
+    </span>
+  );
 }
 
 export function RequestsPage() {
   const { info, revealedKey } = useSession();
   const { search, query } = useLocation();
   const filters = useMemo(() => readFilters(query), [query]);
+  const sort = useMemo(() => readSort(query), [query]);
+  function setSort(next: RequestSort): void {
+    const qs = new URLSearchParams(query);
+    const param = sortParam(next);
+    if (param) qs.set('sort', param);
+    else qs.delete('sort');
+    const s = qs.toString();
+    navigate(s ? `/requests?${s}` : '/requests', { replace: true });
+  }
   const keys = useAsync(() => api.listKeys(), []);
   const keyNames = useMemo(() => new Map((keys.data?.keys ?? []).map((k) => [k.id, k.name])), [keys.data]);
 
-  const first = useAsync(() => api.listRequests(toQuery(filters)), [search]);
+  const first = useAsync(() => api.listRequests(toQuery(filters, sort)), [search]);
   const reloadFirst = first.reload;
   const [shown, toggleColumn] = useOptionalColumns();
   const [autoRefresh, setAutoRefresh] = useState(() => localStorage.getItem(AUTO_REFRESH_KEY) === '1');
@@ -63,7 +106,7 @@ export function RequestsPage() {
   async function loadMore(): Promise<void> {
     if (!cursor) return;
     await more.run(async () => {
-      const page = await api.listRequests({ ...toQuery(filters), cursor });
+      const page = await api.listRequests({ ...toQuery(filters, sort), cursor });
       setExtra((x) => [...x, ...page.items]);
       setCursor(page.next_cursor);
     });
@@ -79,7 +122,13 @@ export function RequestsPage() {
     return () => clearInterval(t);
   }, [autoRefresh, extra.length, reloadFirst]);
 
-  const rows = [...(first.data?.items ?? []), ...extra];
+  const [liveOn, setLiveOn] = useState(false);
+  const listQuery = toQuery(filters, sort);
+  const liveBlocked = liveProblem(listQuery, filters.range === 'custom');
+  const live = useLiveTail(liveOn && !liveBlocked, listQuery);
+  const listed = [...(first.data?.items ?? []), ...extra];
+  const known = new Set(live.rows.map((r) => r.id));
+  const rows = [...live.rows, ...listed.filter((r) => !known.has(r.id))];
   const filtered = Object.keys(filters).length > 0;
   // Without the log's search index a page reads a bounded window of rows: an empty page with a cursor means
   // "none in the rows read so far", not "none at all".
@@ -89,7 +138,7 @@ export function RequestsPage() {
     <>
       <PageHeader
         title="Requests"
-        description="Every call through keyrelay, newest first."
+        description={`Every call through keyrelay, ${ORDER_WORDS[sort.by][sort.dir]}.`}
         actions={
           <>
             <label className="btn btn-secondary auto-refresh">
@@ -103,7 +152,27 @@ export function RequestsPage() {
               />
               Auto-refresh
             </label>
+            <button
+              type="button"
+              className={`btn ${liveOn && !liveBlocked ? 'btn-primary' : 'btn-secondary'}`}
+              aria-pressed={liveOn && !liveBlocked}
+              disabled={!!liveBlocked}
+              title={liveBlocked ?? 'Show new requests as they finish'}
+              onClick={() => setLiveOn((v) => !v)}
+            >
+              Live
+            </button>
+            {liveOn && !liveBlocked && (
+              <button
+                type="button"
+                className="btn btn-secondary"
+                onClick={live.paused ? live.resume : live.pause}
+              >
+                {live.paused ? `Resume${live.pending ? ` (${live.pending} new)` : ''}` : 'Pause'}
+              </button>
+            )}
             <ColumnPicker shown={shown} onToggle={toggleColumn} />
+            <ExportLinks query={listQuery} />
             <button
               type="button"
               className="btn btn-secondary"
@@ -146,6 +215,8 @@ export function RequestsPage() {
             loading={first.loading}
             keyNames={keyNames}
             shown={shown}
+            sort={sort}
+            onSort={setSort}
           />
           <div className="load-more">
             {moreError && (

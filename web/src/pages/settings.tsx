@@ -1,8 +1,12 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { ApiError, api } from '../api.js';
 import { useAction } from '../lib/use-action.js';
+import { ApiTokens } from '../components/api-tokens.js';
 import { PageHeader } from '../components/page-header.js';
+import { passwordProblem } from '../lib/password.js';
 import { useSession } from '../session.js';
+import { SignupPolicySection } from '../components/signup-policy.js';
+import { ProviderBillsSection } from './reconcile.js';
 
 function PasswordForm() {
   const { info } = useSession();
@@ -25,11 +29,15 @@ function PasswordForm() {
   const [triedSubmit, setTriedSubmit] = useState(false);
   // Worked out from what is typed now, so the message goes away as soon as the two match.
   const mismatch = confirm !== '' && next !== confirm && (triedSubmit || confirm.length >= next.length);
+  const problem = passwordProblem(next, info.password);
+  // Too long is said at once (nothing is cut off); too short only once the user tries to save.
+  const weak = problem && (triedSubmit || next.length > info.password.max_length) ? problem : null;
+  const same = next !== '' && next === current;
 
   async function submit(e: FormEvent): Promise<void> {
     e.preventDefault();
     setTriedSubmit(true);
-    if (next !== confirm) return;
+    if (next !== confirm || problem || same) return;
     setDone(null);
     await run(async () => {
       await api.changePassword(current, next);
@@ -61,18 +69,23 @@ function PasswordForm() {
           type="password"
           autoComplete="new-password"
           required
-          minLength={min}
-          maxLength={info.password.max_length}
           value={next}
+          aria-invalid={weak || same ? true : undefined}
           aria-describedby="new-password-hint"
           onChange={(e) => {
             setNext(e.target.value);
             clearStatus();
           }}
         />
-        <span id="new-password-hint" className="hint">
-          At least {min} characters.
-        </span>
+        {weak || same ? (
+          <span id="new-password-hint" className="form-error small" role="alert">
+            {weak ?? 'This is your current password; choose another.'}
+          </span>
+        ) : (
+          <span id="new-password-hint" className="hint">
+            At least {min} characters.
+          </span>
+        )}
       </div>
       <div className="field">
         <label htmlFor="confirm-password">Confirm new password</label>
@@ -81,7 +94,6 @@ function PasswordForm() {
           type="password"
           autoComplete="new-password"
           required
-          minLength={min}
           value={confirm}
           aria-invalid={mismatch || undefined}
           aria-describedby={mismatch ? 'confirm-password-error' : undefined}
@@ -110,6 +122,105 @@ function PasswordForm() {
   );
 }
 
+/** The server's own bound (src/console-api/settings-routes.ts). */
+const MAX_BODY_DAYS = 3650;
+
+function BodyRetentionForm() {
+  // null until the saved value is read: the field is not editable before it shows what is stored.
+  const [days, setDays] = useState<string | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const { busy, error, setError, run } = useAction();
+  useEffect(() => {
+    let live = true;
+    api.getSettings().then(
+      ({ settings }) => {
+        if (!live) return;
+        const v = settings.body_retention_days === null ? '' : String(settings.body_retention_days);
+        setDays(v);
+        setSaved(v);
+      },
+      (err: unknown) => live && setError((err as Error).message),
+    );
+    return () => {
+      live = false;
+    };
+  }, [setError]);
+
+  const text = days ?? '';
+  const n = text.trim() === '' ? 0 : Number(text);
+  const invalid = !Number.isInteger(n) || n < 0 || n > MAX_BODY_DAYS;
+
+  async function submit(e: FormEvent): Promise<void> {
+    e.preventDefault();
+    if (invalid) return;
+    setDone(null);
+    await run(async () => {
+      const { settings } = await api.saveSettings({ body_retention_days: n === 0 ? null : n });
+      const v = settings.body_retention_days === null ? '' : String(settings.body_retention_days);
+      setDays(v);
+      setSaved(v);
+      setDone(
+        settings.body_retention_days === null
+          ? 'Saved. Bodies are kept as long as their requests.'
+          : `Saved. Bodies older than ${settings.body_retention_days} days are dropped within the hour.`,
+      );
+    });
+  }
+
+  return (
+    <form className="form form-narrow" onSubmit={(e) => void submit(e)}>
+      <div className="field">
+        <label htmlFor="body-retention">Keep request bodies for</label>
+        <div className="input-suffix-row">
+          <input
+            id="body-retention"
+            type="number"
+            inputMode="numeric"
+            min={0}
+            max={MAX_BODY_DAYS}
+            step={1}
+            className="input-short"
+            placeholder="As long as the rows"
+            disabled={days === null}
+            value={text}
+            aria-describedby="body-retention-hint"
+            aria-invalid={invalid || undefined}
+            onChange={(e) => {
+              setDays(e.target.value);
+              setDone(null);
+              setError(null);
+            }}
+          />
+          <span>days</span>
+        </div>
+        <span id="body-retention-hint" className="hint">
+          Request and response bodies of this account's requests are deleted after this many days; the
+          requests themselves (model, tokens, cost) stay. Empty or 0: as long as the requests.
+        </span>
+        {invalid && (
+          <span className="form-error small" role="alert">
+            A whole number of days from 0 to {MAX_BODY_DAYS.toLocaleString('en-US')}.
+          </span>
+        )}
+      </div>
+      {(error !== null || done !== null) && (
+        <div
+          className={error !== null ? 'form-error' : 'form-success'}
+          role={error !== null ? 'alert' : 'status'}
+        >
+          {error ?? done}
+        </div>
+      )}
+      <div>
+        <button type="submit" className="btn btn-primary" disabled={busy || days === null || days === saved}>
+          {busy ? 'Saving…' : 'Save'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
 export function SettingsPage() {
   const { account, signOut } = useSession();
   return (
@@ -127,10 +238,21 @@ export function SettingsPage() {
           </button>
         </div>
       </section>
+      <section className="card section" aria-labelledby="bodies-h">
+        <h2 id="bodies-h">Request log</h2>
+        <BodyRetentionForm />
+      </section>
       <section className="card section" aria-labelledby="password-h">
         <h2 id="password-h">Change password</h2>
         <p className="muted">Changing it logs out every other session on this account.</p>
         <PasswordForm />
+      </section>
+      <SignupPolicySection />
+      <ProviderBillsSection />
+      <section className="card section" aria-labelledby="tokens-h">
+        <h2 id="tokens-h">API tokens</h2>
+        <p className="muted">Read-only tokens for scripts and BI tools: usage, requests, export.</p>
+        <ApiTokens />
       </section>
     </>
   );

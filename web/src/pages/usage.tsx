@@ -1,5 +1,6 @@
 import { useMemo } from 'react';
-import { api, type KeyView, type UsageBreakdownRow } from '../api.js';
+import { api, type BreakdownBy, type KeyView } from '../api.js';
+import { ATTRIBUTION_TITLES, AttributionBreakdown, Breakdown, RANKS } from '../components/breakdown.js';
 import { CostChart, LatencyChart, RequestsChart, TokensChart } from '../components/charts.js';
 import { DateRange } from '../components/date-range.js';
 import { PageHeader } from '../components/page-header.js';
@@ -8,103 +9,8 @@ import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { BatchesPanel } from '../components/batches-panel.js';
 import { Tabs } from '../components/tabs.js';
 import { bucketFor, fillBuckets, USAGE_RANGES, type UsageRange } from '../lib/buckets.js';
-import { formatCompact, formatCost, formatMs, formatNumber } from '../lib/format.js';
 import { useAsync } from '../lib/use-async.js';
 import { Link, navigate, useLocation } from '../router.js';
-
-function Breakdown({
-  title,
-  rows,
-  label,
-  linkFor,
-}: {
-  title: string;
-  rows: UsageBreakdownRow[];
-  label: (g: string) => string;
-  /** null: the group cannot be shown as a request filter (e.g. requests without a model). */
-  linkFor: (g: string) => string | null;
-}) {
-  const max = Math.max(1, ...rows.map((r) => r.requests));
-  const sorted = [...rows].sort((a, b) => b.requests - a.requests);
-  return (
-    <section className="card breakdown" aria-label={title}>
-      <h2>{title}</h2>
-      {sorted.length === 0 ? (
-        <p className="muted small">No traffic in this range.</p>
-      ) : (
-        <div className="table-wrap">
-          <table className="table table-compact table-stack">
-            <thead>
-              <tr>
-                <th scope="col">{title.replace('By ', '').replace(/^./, (c) => c.toUpperCase())}</th>
-                <th scope="col" className="num">
-                  Requests
-                </th>
-                <th scope="col" className="num">
-                  Tokens in / out
-                </th>
-                <th scope="col" className="num">
-                  Cost
-                </th>
-                <th scope="col" className="num">
-                  p95
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {sorted.map((r) => (
-                <tr key={r.group}>
-                  <td className="stack-title">
-                    {linkFor(r.group) ? (
-                      <Link to={linkFor(r.group)!}>{label(r.group)}</Link>
-                    ) : (
-                      <span
-                        className="muted"
-                        title="Requests keyrelay refused before reading their body, so no model is known"
-                      >
-                        {label(r.group)}
-                      </span>
-                    )}
-                    <span className="bar" aria-hidden="true">
-                      <span style={{ width: `${(r.requests / max) * 100}%` }} />
-                    </span>
-                  </td>
-                  <td className="num" data-label="Requests">
-                    {formatNumber(r.requests)}
-                  </td>
-                  <td className="num nowrap" data-label="Tokens in / out">
-                    {formatCompact(r.input_tokens)} / {formatCompact(r.output_tokens)}
-                  </td>
-                  <td className="num nowrap" data-label="Cost">
-                    {r.unknown_cost_requests === r.requests ? (
-                      <span className="muted">unpriced</span>
-                    ) : (
-                      <>
-                        {formatCost(r.cost_usd)}
-                        {r.unknown_cost_requests > 0 && (
-                          <span
-                            className="muted small unpriced"
-                            title="Requests whose model has no known price: their cost is not in this sum"
-                          >
-                            {' '}
-                            + {formatNumber(r.unknown_cost_requests)} unpriced
-                          </span>
-                        )}
-                      </>
-                    )}
-                  </td>
-                  <td className="num nowrap" data-label="Latency p95">
-                    {formatMs(r.latency_p95_ms)}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
-  );
-}
 
 /** The usage page's range and filters, all in the URL. */
 function readUsageQuery(query: URLSearchParams) {
@@ -124,7 +30,18 @@ function readUsageQuery(query: URLSearchParams) {
     key_id: query.get('key_id') ?? undefined,
     provider: query.get('provider') ?? undefined,
     model: query.get('model') ?? undefined,
+    by: readBy(query.get('by')),
+    rank: RANKS.find((r) => r === query.get('rank')) ?? 'requests',
   };
+}
+
+/** Rows the attribution breakdown shows: the top of the ranking. */
+const ATTRIBUTION_ROWS = 100;
+
+function readBy(v: string | null): BreakdownBy {
+  if (v && v in ATTRIBUTION_TITLES) return v as BreakdownBy;
+  if (v?.startsWith('property:') && v.length > 9 && v.length <= 73) return v as BreakdownBy;
+  return 'end_user';
 }
 type UsageQueryState = ReturnType<typeof readUsageQuery>;
 
@@ -135,6 +52,8 @@ function writeUsageQuery(q: UsageQueryState): void {
     const v = q[k];
     if (v && (q.rangeId === 'custom' || (k !== 'from' && k !== 'to'))) qs.set(k, v);
   }
+  if (q.by !== 'end_user') qs.set('by', q.by);
+  if (q.rank !== 'requests') qs.set('rank', q.rank);
   navigate(`/usage?${qs.toString()}`, { replace: true });
 }
 
@@ -150,7 +69,7 @@ function UsageFilters({ q, keys }: { q: UsageQueryState; keys: KeyView[] }) {
           id="u-model"
           defaultValue={q.model ?? ''}
           key={q.model ?? ''}
-          placeholder="e.g. gpt-5-mini"
+          placeholder="e.g. claude or gpt-5-mini"
           onKeyDown={(e) => {
             if (e.key === 'Enter') set({ model: e.currentTarget.value.trim() || undefined });
           }}
@@ -193,10 +112,11 @@ export function UsagePage() {
     const bucket = preset ? preset.bucket : bucketFor(to - from);
     const filters = { key_id: q.key_id, provider: q.provider, model: q.model };
     const range = { from: new Date(from).toISOString(), to: new Date(to).toISOString(), ...filters };
-    const [series, byModel, byKey, keys] = await Promise.all([
+    const [series, byModel, byKey, byWho, keys] = await Promise.all([
       api.usageSeries({ ...range, bucket }),
       api.usageBreakdown({ ...range, by: 'model' }),
       api.usageBreakdown({ ...range, by: 'key_id' }),
+      api.usageBreakdown({ ...range, by: q.by, rank: q.rank, limit: ATTRIBUTION_ROWS }),
       api.listKeys(),
     ]);
     return {
@@ -206,6 +126,8 @@ export function UsagePage() {
       points: series.points,
       byModel: byModel.rows,
       byKey: byKey.rows,
+      byWho: byWho.rows,
+      whoGroups: byWho.total_groups,
       keys: keys.keys,
     };
   }, [search]);
@@ -292,7 +214,7 @@ export function UsagePage() {
                 title="By model"
                 rows={data.data.byModel}
                 label={(g) => g || '(no model)'}
-                linkFor={(g) => (g ? requestsLink({ model: g }) : null)}
+                linkFor={(g) => (g ? requestsLink({ model: `"${g}"` }) : null)}
               />
               <Breakdown
                 title="By key"
@@ -301,6 +223,15 @@ export function UsagePage() {
                 linkFor={(g) => requestsLink({ key_id: g })}
               />
             </div>
+            <AttributionBreakdown
+              by={q.by}
+              rank={q.rank}
+              rows={data.data.byWho}
+              totalGroups={data.data.whoGroups}
+              onBy={(by) => writeUsageQuery({ ...q, by })}
+              onRank={(rank) => writeUsageQuery({ ...q, rank })}
+              requestsLink={requestsLink}
+            />
           </>
         )}
       </div>
