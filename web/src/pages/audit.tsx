@@ -3,12 +3,12 @@
  * filters by action and person, pages of 100, and the same selection as NDJSON; and how long entries are
  * kept (the owner sets it).
  */
-import { useEffect, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { api, type AuditEntry, type AuditQuery, type OrgView } from '../api.js';
 import { PageHeader } from '../components/page-header.js';
+import { RetentionDaysForm } from '../components/retention-form.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { formatDateTime } from '../lib/format.js';
-import { useAction } from '../lib/use-action.js';
 import { useAsync } from '../lib/use-async.js';
 import { pickOrg } from './team.js';
 
@@ -42,104 +42,39 @@ const keptFor = (days: number | null) =>
     : `Entries older than ${days} days are deleted within the hour.`;
 
 function RetentionForm({ org }: { org: OrgView }) {
-  // null until the stored value is read: the field is not editable before it shows it.
-  const [days, setDays] = useState<string | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const [done, setDone] = useState<string | null>(null);
-  const { busy, error, setError, run } = useAction();
-  const owner = org.role === 'owner';
+  const load = useCallback(() => api.auditRetention(org.id).then((r) => r.retention_days), [org.id]);
+  const [stored, setStored] = useState<number | null | undefined>(undefined);
   useEffect(() => {
     let live = true;
-    api.auditRetention(org.id).then(
-      (r) => {
-        if (!live) return;
-        const v = r.retention_days === null ? '' : String(r.retention_days);
-        setDays(v);
-        setSaved(v);
-      },
-      (err: unknown) => live && setError((err as Error).message),
-    );
+    if (org.role !== 'owner')
+      void load().then(
+        (d) => live && setStored(d),
+        () => undefined,
+      );
     return () => {
       live = false;
     };
-  }, [org.id, setError]);
+  }, [load, org.role]);
 
-  const text = days ?? '';
-  const n = text.trim() === '' ? 0 : Number(text);
-  const invalid = !Number.isInteger(n) || n < 0 || n > MAX_AUDIT_DAYS;
-
-  async function submit(e: FormEvent): Promise<void> {
-    e.preventDefault();
-    if (invalid) return;
-    setDone(null);
-    await run(async () => {
-      const r = await api.setAuditRetention(org.id, n === 0 ? null : n);
-      const v = r.retention_days === null ? '' : String(r.retention_days);
-      setDays(v);
-      setSaved(v);
-      setDone(`Saved. ${keptFor(r.retention_days)}`);
-    });
-  }
-
-  if (!owner) {
+  if (org.role !== 'owner') {
     return (
       <p className="muted small audit-retention" data-testid="audit-retention">
-        {days === null ? '' : keptFor(days === '' ? null : Number(days))} Only an owner changes this.
+        {stored === undefined ? '' : keptFor(stored)} Only an owner changes this.
       </p>
     );
   }
   return (
-    <form className="form form-narrow audit-retention" onSubmit={(e) => void submit(e)}>
-      <div className="field">
-        <label htmlFor="audit-retention">Keep audit entries for</label>
-        <div className="input-suffix-row">
-          <input
-            id="audit-retention"
-            type="number"
-            inputMode="numeric"
-            min={0}
-            max={MAX_AUDIT_DAYS}
-            step={1}
-            className="input-short"
-            placeholder="Until dropped"
-            disabled={days === null}
-            value={text}
-            aria-describedby="audit-retention-hint"
-            aria-invalid={invalid || undefined}
-            onChange={(e) => {
-              setDays(e.target.value);
-              setDone(null);
-              setError(null);
-            }}
-          />
-          <span>days</span>
-          <button
-            type="submit"
-            className="btn btn-secondary"
-            disabled={busy || days === null || days === saved || invalid}
-          >
-            {busy ? 'Saving…' : 'Save'}
-          </button>
-        </div>
-        <span id="audit-retention-hint" className="hint">
-          Empty or 0: kept until an operator drops them. Entries within this time cannot be changed or
-          deleted.
-        </span>
-        {invalid && (
-          <span className="form-error small" role="alert">
-            A whole number of days from 0 to {MAX_AUDIT_DAYS.toLocaleString('en-US')}.
-          </span>
-        )}
-      </div>
-      {(error !== null || done !== null) && (
-        <div
-          className={error !== null ? 'form-error' : 'form-success'}
-          role={error !== null ? 'alert' : 'status'}
-        >
-          {error ?? done}
-        </div>
-      )}
-    </form>
+    <RetentionDaysForm
+      id="audit-retention"
+      className="audit-retention"
+      label="Keep audit entries for"
+      max={MAX_AUDIT_DAYS}
+      placeholder="Until dropped"
+      hint="Empty or 0: kept until an operator drops them. Entries within this time cannot be changed or deleted."
+      load={load}
+      save={(days) => api.setAuditRetention(org.id, days).then((r) => r.retention_days)}
+      savedText={keptFor}
+    />
   );
 }
 

@@ -1,8 +1,9 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { ApiError, api } from '../api.js';
 import { useAction } from '../lib/use-action.js';
 import { ApiTokens } from '../components/api-tokens.js';
 import { PageHeader } from '../components/page-header.js';
+import { RetentionDaysForm } from '../components/retention-form.js';
 import { passwordProblem } from '../lib/password.js';
 import { useSession } from '../session.js';
 import { SignupPolicySection } from '../components/signup-policy.js';
@@ -125,99 +126,26 @@ function PasswordForm() {
 /** The server's own bound (src/console-api/settings-routes.ts). */
 const MAX_BODY_DAYS = 3650;
 
+const loadBodyRetention = () => api.getSettings().then(({ settings }) => settings.body_retention_days);
+
 function BodyRetentionForm() {
-  // null until the saved value is read: the field is not editable before it shows what is stored.
-  const [days, setDays] = useState<string | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const [done, setDone] = useState<string | null>(null);
-  const { busy, error, setError, run } = useAction();
-  useEffect(() => {
-    let live = true;
-    api.getSettings().then(
-      ({ settings }) => {
-        if (!live) return;
-        const v = settings.body_retention_days === null ? '' : String(settings.body_retention_days);
-        setDays(v);
-        setSaved(v);
-      },
-      (err: unknown) => live && setError((err as Error).message),
-    );
-    return () => {
-      live = false;
-    };
-  }, [setError]);
-
-  const text = days ?? '';
-  const n = text.trim() === '' ? 0 : Number(text);
-  const invalid = !Number.isInteger(n) || n < 0 || n > MAX_BODY_DAYS;
-
-  async function submit(e: FormEvent): Promise<void> {
-    e.preventDefault();
-    if (invalid) return;
-    setDone(null);
-    await run(async () => {
-      const { settings } = await api.saveSettings({ body_retention_days: n === 0 ? null : n });
-      const v = settings.body_retention_days === null ? '' : String(settings.body_retention_days);
-      setDays(v);
-      setSaved(v);
-      setDone(
-        settings.body_retention_days === null
-          ? 'Saved. Bodies are kept as long as their requests.'
-          : `Saved. Bodies older than ${settings.body_retention_days} days are dropped within the hour.`,
-      );
-    });
-  }
-
   return (
-    <form className="form form-narrow" onSubmit={(e) => void submit(e)}>
-      <div className="field">
-        <label htmlFor="body-retention">Keep request bodies for</label>
-        <div className="input-suffix-row">
-          <input
-            id="body-retention"
-            type="number"
-            inputMode="numeric"
-            min={0}
-            max={MAX_BODY_DAYS}
-            step={1}
-            className="input-short"
-            placeholder="As long as the rows"
-            disabled={days === null}
-            value={text}
-            aria-describedby="body-retention-hint"
-            aria-invalid={invalid || undefined}
-            onChange={(e) => {
-              setDays(e.target.value);
-              setDone(null);
-              setError(null);
-            }}
-          />
-          <span>days</span>
-        </div>
-        <span id="body-retention-hint" className="hint">
-          Request and response bodies of this account's requests are deleted after this many days; the
-          requests themselves (model, tokens, cost) stay. Empty or 0: as long as the requests.
-        </span>
-        {invalid && (
-          <span className="form-error small" role="alert">
-            A whole number of days from 0 to {MAX_BODY_DAYS.toLocaleString('en-US')}.
-          </span>
-        )}
-      </div>
-      {(error !== null || done !== null) && (
-        <div
-          className={error !== null ? 'form-error' : 'form-success'}
-          role={error !== null ? 'alert' : 'status'}
-        >
-          {error ?? done}
-        </div>
-      )}
-      <div>
-        <button type="submit" className="btn btn-primary" disabled={busy || days === null || days === saved}>
-          {busy ? 'Saving…' : 'Save'}
-        </button>
-      </div>
-    </form>
+    <RetentionDaysForm
+      id="body-retention"
+      label="Keep request bodies for"
+      max={MAX_BODY_DAYS}
+      placeholder="As long as the rows"
+      hint="Request and response bodies of this account's requests are deleted after this many days; the requests themselves (model, tokens, cost) stay. Empty or 0: as long as the requests."
+      load={loadBodyRetention}
+      save={(days) =>
+        api.saveSettings({ body_retention_days: days }).then(({ settings }) => settings.body_retention_days)
+      }
+      savedText={(days) =>
+        days === null
+          ? 'Bodies are kept as long as their requests.'
+          : `Bodies older than ${days} days are dropped within the hour.`
+      }
+    />
   );
 }
 
