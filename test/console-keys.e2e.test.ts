@@ -175,7 +175,9 @@ describe('the Keys page', () => {
   it('tells a rolled pair apart and offers no second roll of the old key', async () => {
     await page.goto(`${h.url}/keys`);
     const rolled = rowNamed('rolling');
-    await expect.poll(() => rolled.count()).toBe(2);
+    // The page's first load can outlast expect.poll's one second on a busy machine; a locator waits longer.
+    await rolled.nth(1).waitFor();
+    expect(await rolled.count()).toBe(2);
     await rolled.getByText('old key, being replaced').waitFor();
     await rolled.getByText('new key').waitFor();
     const old = rolled.filter({ hasText: 'old key, being replaced' });
