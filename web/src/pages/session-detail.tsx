@@ -8,7 +8,7 @@ import { StatusBadge } from '../components/badge.js';
 import { PageHeader } from '../components/page-header.js';
 import { StatGrid } from '../components/stat-grid.js';
 import { ErrorState, LoadingState } from '../components/states.js';
-import { formatCompact, formatCost, formatDateTime, formatMs, formatNumber } from '../lib/format.js';
+import { callCostText, formatCompact, formatDateTime, formatMs, formatNumber } from '../lib/format.js';
 import { useAction } from '../lib/use-action.js';
 import { useAsync } from '../lib/use-async.js';
 import { formatDuration, formatOffset } from '../lib/view-range.js';
@@ -50,12 +50,12 @@ function CallRow({ r, n, start, span }: { r: RequestSummary; n: number; start: n
         {formatNumber(r.input_tokens)} / {formatNumber(r.output_tokens)}
       </td>
       <td className={`num nowrap ${r.cost_usd === null ? 'muted' : ''}`} data-label="Cost">
-        {formatCost(r.cost_usd)}
+        {callCostText(r)}
       </td>
       <td className="num nowrap" data-label="Latency">
         {formatMs(r.latency_ms)}
       </td>
-      <td data-label="Status" className="status-cell">
+      <td data-label="Status">
         <StatusBadge status={r.status} outcome={r.outcome} />
       </td>
     </tr>
@@ -133,7 +133,7 @@ export function SessionDetailPage({ id }: { id: string }) {
           </>
         )}
       </p>
-      <section className="section" aria-labelledby="timeline-title">
+      <section className="section timeline" aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>
         <div className="table-wrap card">
           <table className="table table-hover table-stack timeline-table" aria-label="Calls in order">

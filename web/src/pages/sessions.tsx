@@ -99,14 +99,18 @@ function SessionRows({ rows }: { rows: SessionSummary[] }) {
             {formatDuration(s.duration_ms)}
           </td>
           <td className="num" data-label="Calls">
-            {formatNumber(s.requests)}
-            {s.errors > 0 && <span className="muted small"> · {formatNumber(s.errors)} failed</span>}
+            <span>
+              {formatNumber(s.requests)}
+              {s.errors > 0 && <span className="muted small"> · {formatNumber(s.errors)} failed</span>}
+            </span>
           </td>
           <td className="num nowrap" data-label="Tokens in / out">
             {formatCompact(s.input_tokens)} / {formatCompact(s.output_tokens)}
           </td>
           <td className="num nowrap" data-label="Cost">
-            <SessionCost s={s} />
+            <span>
+              <SessionCost s={s} />
+            </span>
           </td>
           <td data-label="Models">
             <span className="cap" title={s.models.join(', ')}>
@@ -117,14 +121,16 @@ function SessionRows({ rows }: { rows: SessionSummary[] }) {
             {s.end_users.length === 0 ? (
               <span className="muted">—</span>
             ) : (
-              s.end_users.map((u, i) => (
-                <span key={u}>
-                  {i > 0 && ', '}
-                  <Link to={endUserPath(u)} onClick={(e) => e.stopPropagation()} className="cap">
-                    {u}
-                  </Link>
-                </span>
-              ))
+              <span>
+                {s.end_users.map((u, i) => (
+                  <span key={u}>
+                    {i > 0 && ', '}
+                    <Link to={endUserPath(u)} onClick={(e) => e.stopPropagation()} className="cap">
+                      {u}
+                    </Link>
+                  </span>
+                ))}
+              </span>
             )}
           </td>
         </tr>

@@ -269,11 +269,11 @@ export function UsagePage() {
                     rangeMs={range.ms}
                   />
                 </div>
-                <p className="muted small">
-                  The {formatNumber(Math.min(SPLIT_TOP, split.total))} costliest of{' '}
-                  {formatNumber(split.total)}
-                  {split.total > SPLIT_TOP ? '; the rest as Other' : ''}.
-                </p>
+                {split.total > SPLIT_TOP && (
+                  <p className="muted small">
+                    The {SPLIT_TOP} costliest of {formatNumber(split.total)}; the rest as Other.
+                  </p>
+                )}
               </section>
             )}
             <div className="chart-grid">
