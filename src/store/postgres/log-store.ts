@@ -51,25 +51,15 @@ import {
   type RequestScope,
   type RequestSort,
   type RequestSummary,
-  type SessionSummary,
   type SpendEntry,
-  type SplitBy,
   type UsageBreakdownRow,
   type UsagePoint,
-  type UsageSplitPoint,
 } from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
-import {
-  sessionAfterSql,
-  sessionPage,
-  sessionSelectSql,
-  sortSplit,
-  splitSelectSql,
-  toSplitPoint,
-  type SessionRow,
-} from '../session-query.js';
+import { dialect } from './log-dialect.js';
+import { pgSessionReads } from './sessions.js';
 import { applyPgLogSearch, hasSearchColumn } from './log-search.js';
 import type { BatchStore } from '../batch-types.js';
 
@@ -146,34 +136,6 @@ function columnsOf(encoded: readonly Value[][]): Value[][] {
 /** Newest rows a search reads in order before it asks the full-text index instead (see listRequests). */
 const SEARCH_WINDOW = 300;
 
-function dialect(params: unknown[]): WhereDialect {
-  return {
-    bind(value) {
-      params.push(value);
-      return `$${params.length}`;
-    },
-    propertyEquals: (name, value) => `properties ->> (${name}::text) = ${value}::text`,
-    propertyPresent: (name) => `properties ->> (${name}::text) IS NOT NULL`,
-    // Each group as plainto_tsquery reads it (its words ANDed, no syntax), the groups ORed.
-    search: (groups) =>
-      `search_vector @@ (${groups
-        .map((g) => {
-          params.push(g.join(' '));
-          return `plainto_tsquery('simple', $${params.length})`;
-        })
-        .join(' || ')})`,
-  };
-}
-
-/**
- * The session list's select list on PostgreSQL: a row's end is its arrival (microseconds) plus its latency,
- * in numeric, exact; distinct values as a text array.
- */
-const SESSION_SELECT = sessionSelectSql(
-  'extract(epoch FROM created_at) * 1000 + latency_ms',
-  (column) => `array_agg(DISTINCT ${column})`,
-);
-
 export interface PgLogStoreOptions {
   /** KEYRELAY_LOG_SEARCH: keep the full-text index (default true). Applied by migrate(). */
   search?: boolean;
@@ -205,8 +167,15 @@ export class PgLogStore implements LogStore {
     this.batchByOutputFile = batches.batchByOutputFile;
     this.claimBatchResults = batches.claimBatchResults;
     this.listBatches = batches.listBatches;
+    const sessions = pgSessionReads(pool, (r) => decodeRow<RequestSummary>(r));
+    this.usageSeriesSplit = sessions.usageSeriesSplit;
+    this.listSessions = sessions.listSessions;
+    this.sessionCalls = sessions.sessionCalls;
   }
 
+  readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
+  readonly listSessions: LogStore['listSessions'];
+  readonly sessionCalls: LogStore['sessionCalls'];
   readonly upsertBatch: BatchStore['upsertBatch'];
   readonly batchByOutputFile: BatchStore['batchByOutputFile'];
   readonly claimBatchResults: BatchStore['claimBatchResults'];
@@ -378,61 +347,6 @@ export class PgLogStore implements LogStore {
   async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
     const rows = await this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE));
     return sortBreakdown(rows.map((r) => ({ group: String(r.k), ...r.numbers })));
-  }
-
-  async usageSeriesSplit(
-    f: RequestFilter,
-    bucket: 'minute' | 'hour' | 'day',
-    by: SplitBy,
-    groups: readonly string[],
-  ): Promise<UsageSplitPoint[]> {
-    const params: unknown[] = [];
-    const d = dialect(params);
-    const select = splitSelectSql(`date_trunc('${bucket}', created_at, 'UTC')`, by, groups, (v) => d.bind(v));
-    const where = buildWhere(f, d);
-    const { rows } = await this.pool.query<AggregateRow & { b: unknown; g: string | null }>(
-      `SELECT ${select} FROM requests WHERE ${where} GROUP BY 1, 2`,
-      params,
-    );
-    return sortSplit(rows.map((r) => toSplitPoint(isoOrNull(r.b)!, r)));
-  }
-
-  async listSessions(
-    f: RequestFilter,
-    opts: { limit: number; cursor?: string | null },
-  ): Promise<Page<SessionSummary>> {
-    const params: unknown[] = [];
-    const d = dialect(params);
-    const limit = Math.max(1, Math.floor(opts.limit));
-    const where = buildWhere(f, d);
-    const having = sessionAfterSql(opts.cursor, (v) => d.bind(v));
-    const { rows } = await this.pool.query<Omit<SessionRow, 'started_at'> & { started_at: unknown }>(
-      `SELECT ${SESSION_SELECT} FROM requests WHERE ${where} AND session IS NOT NULL
-       GROUP BY session${having} ORDER BY first_id DESC LIMIT ${d.bind(limit + 1)}`,
-      params,
-    );
-    return sessionPage(
-      rows.map((r) => ({ ...r, started_at: isoOrNull(r.started_at)! })),
-      limit,
-    );
-  }
-
-  async sessionCalls(
-    scope: RequestScope,
-    session: string,
-    opts: { limit: number; cursor?: string | null },
-  ): Promise<Page<RequestSummary>> {
-    const params: unknown[] = [];
-    const d = dialect(params);
-    const limit = Math.max(1, Math.floor(opts.limit));
-    let where = `${scopeWhere(scope, d)} AND session = ${d.bind(session)}`;
-    if (opts.cursor) where += ` AND id > ${d.bind(decodeCursor(opts.cursor))}`;
-    const { rows } = await this.pool.query<Row>(
-      `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id LIMIT ${d.bind(limit + 1)}`,
-      params,
-    );
-    const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
-    return { items, next_cursor: rows.length > limit ? encodeCursor(items[items.length - 1]!.id) : null };
   }
 
   private async aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {

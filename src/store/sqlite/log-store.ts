@@ -53,11 +53,8 @@ import {
   type SpendEntry,
   type RequestSort,
   type RequestSummary,
-  type SessionSummary,
-  type SplitBy,
   type UsageBreakdownRow,
   type UsagePoint,
-  type UsageSplitPoint,
 } from '../types.js';
 import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
 import type { OpenOptions } from './driver.js';
@@ -71,15 +68,7 @@ import {
   type LogSearchSettings,
 } from './log-search.js';
 import { sqliteBatchStore } from './batches.js';
-import {
-  sessionAfterSql,
-  sessionPage,
-  sessionSelectSql,
-  sortSplit,
-  splitSelectSql,
-  toSplitPoint,
-  type SessionRow,
-} from '../session-query.js';
+import { sqliteSessionReads } from './sessions.js';
 import type { BatchStore } from '../batch-types.js';
 
 type Value = string | number | null;
@@ -181,15 +170,6 @@ export interface SqliteLogStoreOptions extends OpenOptions {
 const PROPERTY_VALUE = (name: string) =>
   `(SELECT value FROM json_each(requests.properties) WHERE key = ${name})`;
 
-/**
- * The session list's select list on SQLite: a row's end is its arrival (ISO text, whole milliseconds)
- * plus its latency, exact; distinct values as JSON array text.
- */
-const SESSION_SELECT = sessionSelectSql(
-  "CAST(strftime('%s', created_at) AS INTEGER) * 1000 + CAST(substr(created_at, 21, 3) AS INTEGER) + latency_ms",
-  (column) => `json_group_array(DISTINCT ${column})`,
-);
-
 export class SqliteLogStore implements LogStore {
   private readonly db: Db;
   private readonly stmt: StatementCache;
@@ -212,8 +192,15 @@ export class SqliteLogStore implements LogStore {
     this.batchByOutputFile = batches.batchByOutputFile;
     this.claimBatchResults = batches.claimBatchResults;
     this.listBatches = batches.listBatches;
+    const sessions = sqliteSessionReads(this.stmt, (params) => this.dialect(params), decodeRow, BUCKET_SQL);
+    this.usageSeriesSplit = sessions.usageSeriesSplit;
+    this.listSessions = sessions.listSessions;
+    this.sessionCalls = sessions.sessionCalls;
   }
 
+  readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
+  readonly listSessions: LogStore['listSessions'];
+  readonly sessionCalls: LogStore['sessionCalls'];
   readonly upsertBatch: BatchStore['upsertBatch'];
   readonly batchByOutputFile: BatchStore['batchByOutputFile'];
   readonly claimBatchResults: BatchStore['claimBatchResults'];
@@ -386,56 +373,6 @@ export class SqliteLogStore implements LogStore {
         ...numbers,
       })),
     );
-  }
-
-  async usageSeriesSplit(
-    f: RequestFilter,
-    bucket: 'minute' | 'hour' | 'day',
-    by: SplitBy,
-    groups: readonly string[],
-  ): Promise<UsageSplitPoint[]> {
-    const params: (string | number)[] = [];
-    const d = this.dialect(params);
-    // Placeholders are positional: the select list's come first.
-    const select = splitSelectSql(BUCKET_SQL[bucket], by, groups, (v) => d.bind(v));
-    const where = buildWhere(f, d);
-    const rows = this.stmt<unknown[], AggregateRow & { b: string; g: string | null }>(
-      `SELECT ${select} FROM requests WHERE ${where} GROUP BY b, g`,
-    ).all(...params);
-    return sortSplit(rows.map((r) => toSplitPoint(r.b, r)));
-  }
-
-  async listSessions(
-    f: RequestFilter,
-    opts: { limit: number; cursor?: string | null },
-  ): Promise<Page<SessionSummary>> {
-    const params: (string | number)[] = [];
-    const d = this.dialect(params);
-    const limit = Math.max(1, Math.floor(opts.limit));
-    const where = buildWhere(f, d);
-    const having = sessionAfterSql(opts.cursor, (v) => d.bind(v));
-    const rows = this.stmt<unknown[], SessionRow>(
-      `SELECT ${SESSION_SELECT} FROM requests WHERE ${where} AND session IS NOT NULL
-       GROUP BY session${having} ORDER BY first_id DESC LIMIT ${d.bind(limit + 1)}`,
-    ).all(...params);
-    return sessionPage(rows, limit);
-  }
-
-  async sessionCalls(
-    scope: RequestScope,
-    session: string,
-    opts: { limit: number; cursor?: string | null },
-  ): Promise<Page<RequestSummary>> {
-    const params: (string | number)[] = [];
-    const d = this.dialect(params);
-    const limit = Math.max(1, Math.floor(opts.limit));
-    let where = `${scopeWhere(scope, d)} AND session = ${d.bind(session)}`;
-    if (opts.cursor) where += ` AND id > ${d.bind(decodeCursor(opts.cursor))}`;
-    const rows = this.stmt<unknown[], DbRow>(
-      `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id LIMIT ${d.bind(limit + 1)}`,
-    ).all(...params);
-    const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
-    return { items, next_cursor: rows.length > limit ? encodeCursor(items[items.length - 1]!.id) : null };
   }
 
   /**
