@@ -21,6 +21,7 @@ import {
   signedInPage,
 } from './helpers/browser.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
+import { makeLogRow } from './helpers/log-rows.js';
 
 if (!findChromium()) throw new Error('console-sessions.e2e: /usr/bin/chromium is missing');
 
@@ -79,6 +80,7 @@ describe('sessions and end users', () => {
   let browser: Browser;
   let page: Page;
   let rows: RequestSummary[];
+  let ids: { owner: string; member: string };
   const email = 'sessions@example.com';
 
   const inSession = (s: string) => rows.filter((r) => r.session === s).sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -88,6 +90,7 @@ describe('sessions and end users', () => {
     h = await startHarness();
     const user = await h.newUser(email);
     const other = await h.newUser('someone-else@example.com');
+    ids = { owner: user.accountId, member: other.accountId };
     const openai = (key: string, headers: Record<string, string> = {}) =>
       new OpenAI({
         apiKey: 'sk-test-canary-openai',
@@ -300,6 +303,41 @@ describe('sessions and end users', () => {
         page.getByRole('table', { name: 'Sessions' }).locator('tbody tr td:first-child').allInnerTexts(),
       )
       .toEqual(['agent-run-1']);
+  });
+
+  it("shows a member their own sessions only, and the organization's owner everyone's", async () => {
+    const org = `org${Date.now()}`;
+    const { configStore, logStore } = h.kr.services;
+    await configStore.createOrg({ id: org, name: 'Acme', owner_id: ids.owner });
+    await configStore.setMember(org, ids.member, 'member');
+    const at = Date.now() - 60_000;
+    await logStore.insertBatch([
+      makeLogRow({ at, org_id: org, account_id: ids.owner, session: 'owner-run', end_user: 'ann' }),
+      makeLogRow({ at: at + 1, org_id: org, account_id: ids.member, session: 'member-run', end_user: 'ben' }),
+      makeLogRow({ at: at + 2, org_id: org, account_id: ids.member, session: 'member-run', end_user: 'ben' }),
+    ]);
+    const member = await signedInPage(browser, h.url, 'someone-else@example.com');
+    try {
+      const get = async (as: Page, path: string) => {
+        const r = await as.request.get(`${h.url}/api/console${path}`, { headers: { 'x-keyrelay-org': org } });
+        return { status: r.status(), body: (await r.json()) as Record<string, unknown> };
+      };
+      const names = async (as: Page) =>
+        ((await get(as, '/sessions')).body.items as SessionSummary[]).map((x) => [x.session, x.requests]);
+      expect(await names(page)).toEqual([
+        ['member-run', 2],
+        ['owner-run', 1],
+      ]);
+      expect(await names(member)).toEqual([['member-run', 2]]);
+      expect((await get(member, '/sessions/detail?session=owner-run')).status).toBe(404);
+      expect((await get(page, '/sessions/detail?session=member-run')).status).toBe(200);
+      const split = (await get(member, '/usage/series/split?split_by=end_user')).body as {
+        groups: { group: string }[];
+      };
+      expect(split.groups.map((g) => g.group)).toEqual(['ben']);
+    } finally {
+      await member.context().close();
+    }
   });
 
   it('splits the usage charts by end user: the top groups and the rest, kept in the address', async () => {
