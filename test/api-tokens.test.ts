@@ -59,6 +59,19 @@ beforeAll(async () => {
   cookie = await login('tokens@example.com');
   otherCookie = await login('tokens-other@example.com');
   expect((await callProxy(h.url, user.key)).status).toBe(200);
+  // A call in a session, for the session paths.
+  const inSession = await request(`${h.url}/api/proxy/openai/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'proxy-api-key': user.key,
+      'proxy-session': 'tokens-run',
+      authorization: 'Bearer sk-canary-openai-123',
+    },
+    body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await inSession.body.dump();
+  expect(inSession.statusCode).toBe(200);
   await h.flushLog();
 });
 afterAll(() => h.close());
@@ -97,12 +110,20 @@ describe('API tokens', () => {
         '/requests',
         '/requests/export',
         '/requests/{id}',
+        '/sessions',
+        '/sessions/detail',
         '/usage/breakdown',
         '/usage/series',
+        '/usage/series/split',
       ].sort(),
     );
+    const required: Record<string, string> = {
+      '/requests/export': '?format=csv',
+      '/sessions/detail': '?session=tokens-run',
+      '/usage/series/split': '?split_by=session',
+    };
     for (const p of paths) {
-      const path = p.replace('{id}', rowId) + (p === '/requests/export' ? '?format=csv' : '');
+      const path = p.replace('{id}', rowId) + (required[p] ?? '');
       const r = await call('GET', path, { token: secret });
       expect(r.status, `${p}: ${r.text.slice(0, 200)}`).toBe(200);
     }
@@ -112,7 +133,7 @@ describe('API tokens', () => {
     const { secret } = await newToken(['usage', 'export']);
     expect((await call('GET', '/usage/breakdown', { token: secret })).status).toBe(200);
     const csv = await call('GET', '/requests/export?format=csv', { token: secret });
-    expect([csv.status, csv.text.split('\r\n').length]).toEqual([200, 3]);
+    expect([csv.status, csv.text.split('\r\n').length]).toEqual([200, 4]);
     expect((await call('GET', '/requests', { token: secret })).code).toBe('token_scope');
     expect((await call('GET', '/keys', { token: secret })).code).toBe('token_scope');
     expect((await call('GET', '/api-tokens', { token: secret })).code).toBe('token_scope');

@@ -186,6 +186,8 @@ describe('attribution views', () => {
   it("opens a session's calls from its row, and exports exactly those", async () => {
     await page.goto(`${h.url}/usage?by=session`);
     await page.getByRole('region', { name: 'By session' }).getByRole('link', { name: 'run-3' }).click();
+    await page.waitForURL(/\/sessions\/run-3$/);
+    await page.getByRole('link', { name: 'In the request log' }).click();
     await page.waitForURL(/\/requests\?.*session=run-3/);
     const mine = rows.filter((r) => r.session === 'run-3');
     await expect
@@ -238,10 +240,10 @@ describe('attribution views', () => {
     keep(await screenshotBothWidths(page, 'credentials'));
   });
 
-  it("opens one end user's requests from the ranking", async () => {
+  it("opens one end user's page, with its requests, from the ranking", async () => {
     await page.goto(`${h.url}/usage`);
     await page.getByRole('region', { name: 'By end user' }).getByRole('link', { name: 'bob' }).click();
-    await page.waitForURL(/end_user=bob/);
+    await page.waitForURL(/\/end-users\/bob/);
     const bobs = rows.filter((r) => r.end_user === 'bob');
     await expect
       .poll(() => page.locator('table.requests-table tbody tr.clickable').count())

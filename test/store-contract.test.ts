@@ -18,6 +18,7 @@ import { SqliteLogThread } from '../src/store/sqlite/log-thread.js';
 import type { ConfigStore, LogStore } from '../src/store/types.js';
 import { describeConfigStoreContract } from './helpers/config-contract.js';
 import { describeLogStoreContract } from './helpers/log-contract.js';
+import { describeSessionContract } from './helpers/session-contract.js';
 import { createTestDatabase } from './helpers/pg.js';
 
 interface Backend {
@@ -102,5 +103,9 @@ describe.each(backends)('store contract on $name', (backend) => {
 
   describe('LogStore', () => {
     describeLogStoreContract({ store: () => logStore });
+  });
+
+  describe('LogStore sessions', () => {
+    describeSessionContract({ store: () => logStore });
   });
 });

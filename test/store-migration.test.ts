@@ -439,6 +439,14 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
       ['anthropic', 10],
       ['openai', 10],
     ]);
+    // The rows' organization (migration 13) and session (15's index) read as one session.
+    const org = { org_id: rows[0]!.account_id };
+    expect((await log.listSessions(org, { limit: 5 })).items.map((x) => [x.session, x.requests])).toEqual([
+      ['sess-7', 20],
+    ]);
+    expect((await log.sessionCalls(org, 'sess-7', { limit: 50 })).items.map((r) => r.id)).toEqual(
+      rows.map((r) => r.id),
+    );
   }
 
   it('on SQLite, with its indexes and search triggers', async () => {
@@ -475,7 +483,8 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
     const log = new SqliteLogStore(path);
     cleanups.push(() => log.close());
     await log.migrate();
-    // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's.
+    // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's,
+    // requests_org_session 15's.
     const later = [
       'requests',
       'batches',
@@ -484,6 +493,7 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
       'requests_org_cost',
       'requests_org_tokens',
       'requests_org_latency',
+      'requests_org_session',
     ];
     const unchanged = (r: { name: string }) => !later.includes(r.name);
     expect(schema().filter(unchanged)).toEqual(before.filter(unchanged));

@@ -41,6 +41,7 @@ export const CONSOLE_ERRORS = {
   sso_not_configured: { status: 404, message: 'No single sign-on is set up for this email domain.' },
   token_not_found: { status: 404, message: 'No such API token.' },
   request_not_found: { status: 404, message: 'No such request.' },
+  session_not_found: { status: 404, message: 'No such session in what you can see.' },
   org_not_found: { status: 404, message: DOMAIN_ERRORS.org_not_found },
   member_not_found: { status: 404, message: DOMAIN_ERRORS.member_not_found },
   alert_rule_not_found: { status: 404, message: DOMAIN_ERRORS.alert_rule_not_found },

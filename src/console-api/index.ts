@@ -18,6 +18,7 @@ import { handleConsoleError } from './error-handler.js';
 import { registerInfoRoute } from './info-route.js';
 import { registerKeyRoutes } from './key-routes.js';
 import { registerLogRoutes } from './log-routes.js';
+import { registerSessionRoutes } from './session-routes.js';
 import { registerOrgRoutes } from './org-routes.js';
 import { registerAlertRoutes } from './alert-routes.js';
 import { registerAuditRoutes } from './audit.js';
@@ -61,6 +62,7 @@ export async function registerConsoleApi(app: FastifyInstance, deps: ConsoleDeps
       registerAuthRoutes(scope, ctx);
       registerKeyRoutes(scope, ctx);
       registerLogRoutes(scope, ctx);
+      registerSessionRoutes(scope, ctx);
       registerBatchRoutes(scope, ctx);
       registerOrgRoutes(scope, ctx);
       registerAuditRoutes(scope, ctx);

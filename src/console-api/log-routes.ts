@@ -12,6 +12,7 @@ import { providerIds, type Provider } from '../providers/index.js';
 import {
   BREAKDOWN_COLUMNS,
   REQUEST_SORT_KEYS,
+  SPLIT_COLUMNS,
   type BreakdownBy,
   type RequestFilter,
   type RequestSort,
@@ -35,7 +36,7 @@ const MAX_BREAKDOWN_ROWS = 500;
 const text = z.string().min(1).max(200);
 /** The most a search or a model filter holds: more is never a name or a phrase worth looking for. */
 const MAX_TYPED_CHARS = 200;
-const commonFilters = {
+export const commonFilters = {
   key_id: text.optional(),
   // The providers this deployment serves: a name it does not know is a typo, said rather than matching nothing.
   provider: z
@@ -110,6 +111,17 @@ const breakdownQuery = z.object({
   limit: queryInt(1, MAX_BREAKDOWN_ROWS).default(MAX_BREAKDOWN_ROWS),
 });
 
+/** Groups a split chart names at most; the rest are summed as one "other" group. */
+const MAX_SPLIT_GROUPS = 20;
+/** Strict: the split is a chart's, and a filter it does not know would chart more than was asked. */
+const splitQuery = seriesQuery
+  .extend({
+    split_by: z.enum(SPLIT_COLUMNS),
+    top: queryInt(1, MAX_SPLIT_GROUPS).default(5),
+    rank: z.enum(['requests', 'cost', 'tokens']).default('cost'),
+  })
+  .strict();
+
 type Rank = 'requests' | 'cost' | 'tokens';
 const RANKED: Record<Rank, (r: UsageBreakdownRow) => number> = {
   requests: (r) => r.requests,
@@ -152,7 +164,7 @@ function toFilter(caller: Caller, q: Common): RequestFilter {
 }
 
 /** Usage defaults to the last 24 h: `to` = now, `from` = `to` − 24 h. */
-function usageFilter(
+export function usageFilter(
   ctx: ConsoleContext,
   caller: Caller,
   q: Common,
@@ -222,6 +234,20 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
       throw consoleError('range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
     }
     return { points: await ctx.logStore.usageSeries(filter, q.bucket) };
+  });
+
+  // The top groups by `rank` over the range, then each bucket's sums for each of them and for the rest.
+  app.get('/usage/series/split', async (request, reply) => {
+    const caller = await requireMember(ctx, request, reply, undefined, 'usage');
+    const q = parseInput(splitQuery, request.query);
+    const filter = usageFilter(ctx, caller, q);
+    if ((Date.parse(filter.to) - Date.parse(filter.from)) / BUCKET_MS[q.bucket] > MAX_BUCKETS) {
+      throw consoleError('range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
+    }
+    const ranked = topGroups(await ctx.logStore.usageBreakdown(filter, q.split_by), q.rank, q.top);
+    const names = ranked.rows.map((r) => r.group);
+    const points = await ctx.logStore.usageSeriesSplit(filter, q.bucket, q.split_by, names);
+    return { groups: ranked.rows, total_groups: ranked.total_groups, points };
   });
 
   app.get('/usage/breakdown', async (request, reply) => {

@@ -1,6 +1,6 @@
 /**
- * The OpenAPI document of what an API token reads (GET /api/console/openapi.json): usage, requests and their
- * export. Written by hand from the routes' schemas; test/api-tokens.test.ts calls every path it lists.
+ * The OpenAPI document of what an API token reads (GET /api/console/openapi.json): usage, requests (and
+ * sessions, which are their rows grouped) and their export. Written by hand from the routes' schemas; test/api-tokens.test.ts calls every path it lists.
  */
 const filters = ['key_id', 'provider', 'model', 'end_user', 'session', 'from', 'to'].map((name) => ({
   name,
@@ -31,8 +31,8 @@ export const OPENAPI_DOCUMENT = {
     title: 'keyrelay read API',
     version: '1',
     description:
-      'What a read-only API token (created in the console, Settings) reads: its account’s usage, request log and ' +
-      'export. Send it as `Authorization: Bearer krt_…`. Tokens never write: anything else answers 403.',
+      'What a read-only API token (created in the console, Settings) reads: its account’s usage, request log, ' +
+      'sessions and export. Send it as `Authorization: Bearer krt_…`. Tokens never write: anything else answers 403.',
   },
   servers: [{ url: '/api/console' }],
   security: [{ apiToken: [] }],
@@ -50,6 +50,13 @@ export const OPENAPI_DOCUMENT = {
       RequestSummary: {
         type: 'object',
         description: 'A log row without headers or bodies (README, "Request log": field names).',
+        additionalProperties: true,
+      },
+      SessionSummary: {
+        type: 'object',
+        description:
+          'One session: started_at (first call), ended_at (last call end), duration_ms, the sums of UsageNumbers, ' +
+          'and the distinct models and end_users of its calls.',
         additionalProperties: true,
       },
       UsageNumbers: {
@@ -101,6 +108,81 @@ export const OPENAPI_DOCUMENT = {
             type: 'object',
             properties: { rows: { type: 'array' }, total_groups: { type: 'integer' } },
           }),
+          ...errors,
+        },
+      },
+    },
+    '/usage/series/split': {
+      get: {
+        summary: 'Usage over time split by a column: its top groups and the rest as one (scope: usage)',
+        parameters: [
+          ...filters,
+          { name: 'bucket', in: 'query', schema: { type: 'string', enum: ['minute', 'hour', 'day'] } },
+          {
+            name: 'split_by',
+            in: 'query',
+            required: true,
+            schema: {
+              type: 'string',
+              enum: ['end_user', 'session', 'credential_fingerprint', 'model', 'key_id', 'provider'],
+            },
+          },
+          { name: 'top', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 20 } },
+          { name: 'rank', in: 'query', schema: { type: 'string', enum: ['requests', 'cost', 'tokens'] } },
+        ],
+        responses: {
+          '200': json({
+            type: 'object',
+            description: "points: each bucket's sums per group; group null is every group not in `groups`",
+            properties: {
+              groups: { type: 'array' },
+              total_groups: { type: 'integer' },
+              points: { type: 'array' },
+            },
+          }),
+          ...errors,
+        },
+      },
+    },
+    '/sessions': {
+      get: {
+        summary:
+          'Sessions (rows sharing a session id), newest first, summed over the range (scope: requests)',
+        parameters: [
+          ...filters.filter((p) => p.name !== 'session'),
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+          { name: 'cursor', in: 'query', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: {
+              items: { type: 'array', items: { $ref: '#/components/schemas/SessionSummary' } },
+              next_cursor: { type: ['string', 'null'] },
+            },
+          }),
+          ...errors,
+        },
+      },
+    },
+    '/sessions/detail': {
+      get: {
+        summary: "One session's summary and its calls, oldest first (scope: requests)",
+        parameters: [
+          { name: 'session', in: 'query', required: true, schema: { type: 'string' } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+          { name: 'cursor', in: 'query', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: {
+              session: { $ref: '#/components/schemas/SessionSummary' },
+              calls: { type: 'array', items: { $ref: '#/components/schemas/RequestSummary' } },
+              next_cursor: { type: ['string', 'null'] },
+            },
+          }),
+          '404': errorResponse,
           ...errors,
         },
       },

@@ -493,6 +493,38 @@ export const BREAKDOWN_COLUMNS = [
 /** What a usage breakdown groups by: a column, or one custom property's value. */
 export type BreakdownBy = (typeof BREAKDOWN_COLUMNS)[number] | { property: string };
 
+/** The columns a usage series can be split by (LogStore.usageSeriesSplit): who and what spent. */
+export const SPLIT_COLUMNS = [
+  'end_user',
+  'session',
+  'credential_fingerprint',
+  'model',
+  'key_id',
+  'provider',
+] as const;
+export type SplitBy = (typeof SPLIT_COLUMNS)[number];
+
+/** One bucket's sums for one group of a split series; `group` null: every group not named ("other"). */
+export interface UsageSplitPoint extends Omit<UsagePoint, 'latency_p50_ms' | 'latency_p95_ms'> {
+  group: string | null;
+}
+
+/**
+ * One session (the rows sharing a `session` value) as the session list shows it, summed over the rows that
+ * pass the list's filters.
+ */
+export interface SessionSummary extends Omit<UsagePoint, 'bucket' | 'latency_p50_ms' | 'latency_p95_ms'> {
+  session: string;
+  /** The first call's arrival. */
+  started_at: string;
+  /** The last call's end: the latest arrival + latency of its calls. */
+  ended_at: string;
+  duration_ms: number;
+  /** Distinct models and end users of its calls, sorted; rows without one add nothing. */
+  models: string[];
+  end_users: string[];
+}
+
 /**
  * Body text one insertBatch call carries, at most (characters; a batch holds at least one row): the log
  * queue cuts batches here, and the SQLite writer's heap is sized for it (8 Mi: ~128 rows with 64 KB bodies).
@@ -536,6 +568,30 @@ export interface LogStore extends BatchStore {
   listRecent(opts: { limit: number; account_id?: string }): Promise<RequestSummary[]>;
   usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]>;
   usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]>;
+  /**
+   * The series split by a column: each bucket's sums for each of `groups` (rows without the value count as
+   * '') and one null group for every other value. No percentiles: a split chart shows sums.
+   */
+  usageSeriesSplit(
+    f: RequestFilter,
+    bucket: 'minute' | 'hour' | 'day',
+    by: SplitBy,
+    groups: readonly string[],
+  ): Promise<UsageSplitPoint[]>;
+  /**
+   * A page of sessions: the rows with a session that pass the filter, grouped by session, newest first by
+   * their first row (keyset on it: a row written meanwhile never makes a page repeat or skip a session).
+   */
+  listSessions(
+    f: RequestFilter,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<SessionSummary>>;
+  /** One session's rows in the scope, oldest first, a page at a time (the cursor: the last row's id). */
+  sessionCalls(
+    scope: RequestScope,
+    session: string,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<RequestSummary>>;
   /**
    * Across every account, rows created in [from, to) whose price_source is `unpriced: …` or `partial: …`,
    * counted by provider, model and price_source; most requests first, at most PRICING_GAP_GROUPS.

@@ -22,8 +22,11 @@ import type {
   Page,
   RequestSort,
   RequestSummary,
+  SessionSummary,
+  SplitBy,
   UsageBreakdownRow,
   UsagePoint,
+  UsageSplitPoint,
 } from '../../src/store/types.js';
 
 export type {
@@ -43,9 +46,12 @@ export type {
   RequestLogRow,
   RequestSort,
   RequestSummary,
+  SessionSummary,
   SignupNotice,
+  SplitBy,
   UsageBreakdownRow,
   UsagePoint,
+  UsageSplitPoint,
 };
 export type CreatedKey = KeyView & { key: string };
 export type { Reconciliation };
@@ -253,6 +259,7 @@ export interface UsageQuery {
   key_id?: string;
   provider?: string;
   model?: string;
+  end_user?: string;
 }
 
 export const api = {
@@ -315,6 +322,31 @@ export const api = {
     call<{ rows: UsageBreakdownRow[]; total_groups: number }>('GET', '/usage/breakdown', undefined, {
       ...q,
     }),
+  /** Each bucket's sums for the top `top` groups of `split_by` (by `rank`), and the rest as group null. */
+  usageSeriesSplit: (
+    q: UsageQuery & {
+      bucket: 'minute' | 'hour' | 'day';
+      split_by: SplitBy;
+      top?: number;
+      rank?: 'requests' | 'cost' | 'tokens';
+      end_user?: string;
+    },
+  ) =>
+    call<{ groups: UsageBreakdownRow[]; total_groups: number; points: UsageSplitPoint[] }>(
+      'GET',
+      '/usage/series/split',
+      undefined,
+      { ...q },
+    ),
+  listSessions: (q: UsageQuery & { end_user?: string; limit?: number; cursor?: string }) =>
+    call<Page<SessionSummary>>('GET', '/sessions', undefined, { ...q }),
+  getSession: (session: string, cursor?: string) =>
+    call<{ session: SessionSummary; calls: RequestSummary[]; next_cursor: string | null }>(
+      'GET',
+      '/sessions/detail',
+      undefined,
+      { session, cursor },
+    ),
   listCredentials: (q: { from?: string; to?: string }) =>
     call<{ from: string; to: string; credentials: CredentialView[] }>('GET', '/credentials', undefined, {
       ...q,

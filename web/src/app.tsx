@@ -24,11 +24,15 @@ import { AlertsPage } from './pages/alerts.js';
 import { AuditPage } from './pages/audit.js';
 import { CredentialsPage } from './pages/credentials.js';
 import { ReconcilePage } from './pages/reconcile.js';
+import { SessionsPage } from './pages/sessions.js';
+import { SessionDetailPage } from './pages/session-detail.js';
 import { matchPath, navigate, useLocation } from './router.js';
 import { SessionContext, type Session } from './session.js';
 
 // recharts is most of the bundle; load it only when someone opens Usage.
 const UsagePage = lazy(() => import('./pages/usage.js').then((m) => ({ default: m.UsagePage })));
+// An end user's page charts its usage: recharts again.
+const EndUserPage = lazy(() => import('./pages/end-user.js').then((m) => ({ default: m.EndUserPage })));
 
 const PUBLIC_PATHS = ['/login', '/signup'];
 
@@ -127,12 +131,17 @@ export function App() {
 
   const detail = matchPath('/requests/:id', pathname);
   const connection = matchPath('/connections/:id', pathname);
+  const sessionDetail = matchPath('/sessions/:id', pathname);
+  const endUser = matchPath('/end-users/:id', pathname);
   let page;
   if (pathname === '/') page = <OverviewPage />;
   else if (pathname === '/keys') page = <KeysPage />;
   else if (pathname === '/requests') page = <RequestsPage />;
   else if (detail) page = <RequestDetailPage id={detail.id!} />;
   else if (connection) page = <ConnectionDetailPage id={connection.id!} />;
+  else if (pathname === '/sessions') page = <SessionsPage />;
+  else if (sessionDetail) page = <SessionDetailPage id={sessionDetail.id!} />;
+  else if (endUser) page = <EndUserPage id={endUser.id!} />;
   else if (pathname === '/usage') page = <UsagePage />;
   else if (pathname === '/credentials') page = <CredentialsPage />;
   else if (pathname === '/settings') page = <SettingsPage />;

@@ -17,6 +17,7 @@ import './styles/bodies.css';
 import './styles/notices.css';
 import './styles/team.css';
 import './styles/reconcile.css';
+import './styles/views.css';
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

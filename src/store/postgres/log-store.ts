@@ -58,6 +58,8 @@ import {
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
+import { dialect } from './log-dialect.js';
+import { pgSessionReads } from './sessions.js';
 import { applyPgLogSearch, hasSearchColumn } from './log-search.js';
 import type { BatchStore } from '../batch-types.js';
 
@@ -134,25 +136,6 @@ function columnsOf(encoded: readonly Value[][]): Value[][] {
 /** Newest rows a search reads in order before it asks the full-text index instead (see listRequests). */
 const SEARCH_WINDOW = 300;
 
-function dialect(params: unknown[]): WhereDialect {
-  return {
-    bind(value) {
-      params.push(value);
-      return `$${params.length}`;
-    },
-    propertyEquals: (name, value) => `properties ->> (${name}::text) = ${value}::text`,
-    propertyPresent: (name) => `properties ->> (${name}::text) IS NOT NULL`,
-    // Each group as plainto_tsquery reads it (its words ANDed, no syntax), the groups ORed.
-    search: (groups) =>
-      `search_vector @@ (${groups
-        .map((g) => {
-          params.push(g.join(' '));
-          return `plainto_tsquery('simple', $${params.length})`;
-        })
-        .join(' || ')})`,
-  };
-}
-
 export interface PgLogStoreOptions {
   /** KEYRELAY_LOG_SEARCH: keep the full-text index (default true). Applied by migrate(). */
   search?: boolean;
@@ -184,8 +167,15 @@ export class PgLogStore implements LogStore {
     this.batchByOutputFile = batches.batchByOutputFile;
     this.claimBatchResults = batches.claimBatchResults;
     this.listBatches = batches.listBatches;
+    const sessions = pgSessionReads(pool, (r) => decodeRow<RequestSummary>(r));
+    this.usageSeriesSplit = sessions.usageSeriesSplit;
+    this.listSessions = sessions.listSessions;
+    this.sessionCalls = sessions.sessionCalls;
   }
 
+  readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
+  readonly listSessions: LogStore['listSessions'];
+  readonly sessionCalls: LogStore['sessionCalls'];
   readonly upsertBatch: BatchStore['upsertBatch'];
   readonly batchByOutputFile: BatchStore['batchByOutputFile'];
   readonly claimBatchResults: BatchStore['claimBatchResults'];

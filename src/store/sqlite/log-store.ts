@@ -68,6 +68,7 @@ import {
   type LogSearchSettings,
 } from './log-search.js';
 import { sqliteBatchStore } from './batches.js';
+import { sqliteSessionReads } from './sessions.js';
 import type { BatchStore } from '../batch-types.js';
 
 type Value = string | number | null;
@@ -191,8 +192,15 @@ export class SqliteLogStore implements LogStore {
     this.batchByOutputFile = batches.batchByOutputFile;
     this.claimBatchResults = batches.claimBatchResults;
     this.listBatches = batches.listBatches;
+    const sessions = sqliteSessionReads(this.stmt, (params) => this.dialect(params), decodeRow, BUCKET_SQL);
+    this.usageSeriesSplit = sessions.usageSeriesSplit;
+    this.listSessions = sessions.listSessions;
+    this.sessionCalls = sessions.sessionCalls;
   }
 
+  readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
+  readonly listSessions: LogStore['listSessions'];
+  readonly sessionCalls: LogStore['sessionCalls'];
   readonly upsertBatch: BatchStore['upsertBatch'];
   readonly batchByOutputFile: BatchStore['batchByOutputFile'];
   readonly claimBatchResults: BatchStore['claimBatchResults'];

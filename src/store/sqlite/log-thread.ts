@@ -17,9 +17,12 @@ import type {
   RequestScope,
   RequestSort,
   RequestSummary,
+  SessionSummary,
   SpendEntry,
+  SplitBy,
   UsageBreakdownRow,
   UsagePoint,
+  UsageSplitPoint,
 } from '../types.js';
 import type { RequestLogRow } from '../../types.js';
 import type { BatchStore } from '../batch-types.js';
@@ -86,6 +89,27 @@ export class SqliteLogThread implements LogStore {
   }
   usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
     return this.call('usageBreakdown', f, by);
+  }
+  usageSeriesSplit(
+    f: RequestFilter,
+    bucket: 'minute' | 'hour' | 'day',
+    by: SplitBy,
+    groups: readonly string[],
+  ): Promise<UsageSplitPoint[]> {
+    return this.call('usageSeriesSplit', f, bucket, by, groups);
+  }
+  listSessions(
+    f: RequestFilter,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<SessionSummary>> {
+    return this.call('listSessions', f, opts);
+  }
+  sessionCalls(
+    scope: RequestScope,
+    session: string,
+    opts: { limit: number; cursor?: string | null },
+  ): Promise<Page<RequestSummary>> {
+    return this.call('sessionCalls', scope, session, opts);
   }
   prune(before: string, bodies?: readonly BodyCutoff[]): Promise<{ deleted: number }> {
     return this.call('prune', before, bodies);

@@ -146,8 +146,9 @@ export function AttributionBreakdown({
   const linkFor = (g: string): string | null => {
     if (g === '') return null;
     if (property !== null) return requestsLink({ property: `${property}:${g}` });
-    if (by === 'end_user') return requestsLink({ end_user: g });
-    if (by === 'session') return requestsLink({ session: g });
+    // Each end user and session has a page of its own (its timeline, its requests).
+    if (by === 'end_user') return `/end-users/${encodeURIComponent(g)}`;
+    if (by === 'session') return `/sessions/${encodeURIComponent(g)}`;
     return null;
   };
   return (

@@ -281,3 +281,59 @@ export function LatencyChart(props: ChartProps) {
     </ChartCard>
   );
 }
+
+/** Colours of a split chart's groups after the palette's four; "other" is always grey. */
+const MORE_COLOURS = ['#8e4ec6', '#0090ff', '#d6409f', '#978365', '#30a46c', '#ad7f58'];
+const OTHER_COLOUR = '#9ca3af';
+
+export interface SplitSeries {
+  /** One row per bucket: `t` and a value per group key (g0, g1, … and `other`). */
+  data: ({ t: number } & Record<string, number>)[];
+  groups: { key: string; label: string }[];
+}
+
+/** One measure of a split series as stacked bars: each named group, then every other one as "Other". */
+export function SplitChart({
+  title,
+  series,
+  format,
+  bucket,
+  rangeMs,
+}: {
+  title: string;
+  series: SplitSeries;
+  format: (v: number) => string;
+  bucket: Bucket;
+  rangeMs: number;
+}) {
+  const { p, grid, x, tooltip } = useAxes({ bucket, rangeMs });
+  const colours = [p.a, p.b, p.c, p.d, ...MORE_COLOURS];
+  const total = series.data.reduce((s, d) => s + series.groups.reduce((n, g) => n + (d[g.key] ?? 0), 0), 0);
+  return (
+    <ChartCard title={title} summary={format(total)}>
+      <BarChart data={series.data} margin={{ top: 8, right: 8, left: 0, bottom: 0 }}>
+        {grid}
+        {x}
+        <YAxis
+          tick={{ fill: p.text, fontSize: 11 }}
+          tickLine={false}
+          axisLine={false}
+          width={Y_AXIS_WIDTH}
+          tickFormatter={format === formatCost ? formatCostTick : formatCompact}
+        />
+        {tooltip(format)}
+        <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} />
+        {series.groups.map((g, i) => (
+          <Bar
+            key={g.key}
+            dataKey={g.key}
+            name={g.label}
+            stackId="s"
+            fill={g.key === 'other' ? OTHER_COLOUR : colours[i % colours.length]}
+            isAnimationActive={false}
+          />
+        ))}
+      </BarChart>
+    </ChartCard>
+  );
+}

@@ -7,6 +7,11 @@ const NAV = [
   { to: '/', label: 'Overview', icon: 'M3 10.5 12 3l9 7.5V21h-6v-6H9v6H3z' },
   { to: '/keys', label: 'Keys', icon: 'M15 7a4 4 0 1 1-3.9 5H8v3H5v-3H3V9h8.1A4 4 0 0 1 15 7z' },
   { to: '/requests', label: 'Requests', icon: 'M4 6h16M4 12h16M4 18h10' },
+  {
+    to: '/sessions',
+    label: 'Sessions',
+    icon: 'M4 5h4v4H4zm12 0h4v4h-4zM10 15h4v4h-4zM8 7h8M6 9v3h12V9m-6 3v3',
+  },
   { to: '/usage', label: 'Usage', icon: 'M4 20V10m6 10V4m6 16v-7m4 7H2' },
   { to: '/credentials', label: 'Credentials', icon: 'M5 11V7a7 7 0 0 1 14 0v4M4 11h16v10H4zM12 15v2' },
   {

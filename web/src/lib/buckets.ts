@@ -1,4 +1,4 @@
-import type { UsagePoint } from '../api.js';
+import type { UsagePoint, UsageSplitPoint } from '../api.js';
 
 export type Bucket = 'minute' | 'hour' | 'day';
 
@@ -61,4 +61,36 @@ export function formatTick(t: number, bucket: Bucket, rangeMs: number): string {
     return d.toLocaleDateString('en-US', { month: 'short', day: 'numeric' });
   }
   return d.toLocaleTimeString('en-US', { hour: '2-digit', minute: '2-digit', hour12: false });
+}
+
+/**
+ * A split series (one point per bucket and group) as chart rows: a value per group key for every bucket of
+ * the range, quiet buckets as zeros. Group keys are positional (g0, g1, …; `other` for the rest), so any
+ * group name is safe as a data key.
+ */
+export function splitRows(
+  points: UsageSplitPoint[],
+  names: string[],
+  value: (p: UsageSplitPoint) => number,
+  from: number,
+  to: number,
+  bucket: Bucket,
+): ({ t: number } & Record<string, number>)[] {
+  const keyOf = new Map(names.map((n, i) => [n, `g${i}`]));
+  const rows = new Map<number, { t: number } & Record<string, number>>();
+  const blank = (t: number) => {
+    const row: { t: number } & Record<string, number> = { t };
+    for (const k of keyOf.values()) row[k] = 0;
+    row.other = 0;
+    return row;
+  };
+  for (let t = floorTo(from, bucket); t <= to; t += STEP[bucket]) rows.set(t, blank(t));
+  for (const p of points) {
+    const t = floorTo(Date.parse(p.bucket), bucket);
+    const row = rows.get(t) ?? blank(t);
+    rows.set(t, row);
+    const key = p.group === null ? 'other' : (keyOf.get(p.group) ?? 'other');
+    row[key] = (row[key] ?? 0) + value(p);
+  }
+  return [...rows.values()].sort((a, b) => a.t - b.t);
 }

@@ -148,3 +148,14 @@ export function formatWaitShort(seconds: number): string {
   }
   return parts.join(' ');
 }
+
+/** A call's cost as a row shows it: "—" for one never billed (refused, or billed nothing), "+" when partial. */
+export function callCostText(r: {
+  cost_usd: number | null;
+  outcome: string;
+  price_source: string | null;
+}): string {
+  if (r.cost_usd === null && (r.outcome === 'refused' || r.price_source?.startsWith('not billed')))
+    return '—';
+  return isPartial(r) ? `${formatCost(r.cost_usd)}+` : formatCost(r.cost_usd);
+}

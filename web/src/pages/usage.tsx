@@ -1,14 +1,15 @@
 import { useMemo } from 'react';
-import { api, type BreakdownBy, type KeyView } from '../api.js';
+import { api, type BreakdownBy, type KeyView, type UsageSplitPoint } from '../api.js';
 import { ATTRIBUTION_TITLES, AttributionBreakdown, Breakdown, RANKS } from '../components/breakdown.js';
-import { CostChart, LatencyChart, RequestsChart, TokensChart } from '../components/charts.js';
+import { CostChart, LatencyChart, RequestsChart, SplitChart, TokensChart } from '../components/charts.js';
 import { DateRange } from '../components/date-range.js';
 import { PageHeader } from '../components/page-header.js';
 import { KeySelect, ProviderSelect } from '../components/request-filters.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { BatchesPanel } from '../components/batches-panel.js';
 import { Tabs } from '../components/tabs.js';
-import { bucketFor, fillBuckets, USAGE_RANGES, type UsageRange } from '../lib/buckets.js';
+import { bucketFor, fillBuckets, splitRows, USAGE_RANGES, type UsageRange } from '../lib/buckets.js';
+import { formatCost, formatNumber } from '../lib/format.js';
 import { useAsync } from '../lib/use-async.js';
 import { Link, navigate, useLocation } from '../router.js';
 
@@ -32,8 +33,20 @@ function readUsageQuery(query: URLSearchParams) {
     model: query.get('model') ?? undefined,
     by: readBy(query.get('by')),
     rank: RANKS.find((r) => r === query.get('rank')) ?? 'requests',
+    split: SPLITS.find((v) => v === query.get('split')),
   };
 }
+
+/** What the charts can be split by (the `split` parameter), and how each is named. */
+const SPLITS = ['end_user', 'session', 'credential_fingerprint'] as const;
+type Split = (typeof SPLITS)[number];
+const SPLIT_LABELS: Record<Split, string> = {
+  end_user: 'end user',
+  session: 'session',
+  credential_fingerprint: 'provider credential',
+};
+/** Groups a split chart names; the rest are one "Other". */
+const SPLIT_TOP = 5;
 
 /** Rows the attribution breakdown shows: the top of the ranking. */
 const ATTRIBUTION_ROWS = 100;
@@ -54,6 +67,7 @@ function writeUsageQuery(q: UsageQueryState): void {
   }
   if (q.by !== 'end_user') qs.set('by', q.by);
   if (q.rank !== 'requests') qs.set('rank', q.rank);
+  if (q.split) qs.set('split', q.split);
   navigate(`/usage?${qs.toString()}`, { replace: true });
 }
 
@@ -78,6 +92,19 @@ function UsageFilters({ q, keys }: { q: UsageQueryState; keys: KeyView[] }) {
               set({ model: e.target.value.trim() || undefined });
           }}
         />
+      </div>
+      <div className="field field-inline">
+        <label htmlFor="u-split">Split charts by</label>
+        <select
+          id="u-split"
+          value={q.split ?? ''}
+          onChange={(e) => set({ split: SPLITS.find((v) => v === e.target.value) })}
+        >
+          <option value="">Nothing</option>
+          <option value="end_user">End user</option>
+          <option value="session">Session</option>
+          <option value="credential_fingerprint">Provider credential</option>
+        </select>
       </div>
       {(q.key_id || q.provider || q.model) && (
         <button
@@ -112,14 +139,18 @@ export function UsagePage() {
     const bucket = preset ? preset.bucket : bucketFor(to - from);
     const filters = { key_id: q.key_id, provider: q.provider, model: q.model };
     const range = { from: new Date(from).toISOString(), to: new Date(to).toISOString(), ...filters };
-    const [series, byModel, byKey, byWho, keys] = await Promise.all([
+    const [series, byModel, byKey, byWho, keys, split] = await Promise.all([
       api.usageSeries({ ...range, bucket }),
       api.usageBreakdown({ ...range, by: 'model' }),
       api.usageBreakdown({ ...range, by: 'key_id' }),
       api.usageBreakdown({ ...range, by: q.by, rank: q.rank, limit: ATTRIBUTION_ROWS }),
       api.listKeys(),
+      q.split
+        ? api.usageSeriesSplit({ ...range, bucket, split_by: q.split, top: SPLIT_TOP, rank: 'cost' })
+        : null,
     ]);
     return {
+      split,
       from,
       to,
       bucket,
@@ -161,6 +192,23 @@ export function UsagePage() {
   }, [data.data]);
 
   const props = { data: chart, bucket: range.bucket, rangeMs: range.ms };
+  const split = useMemo(() => {
+    const d = data.data;
+    if (!d?.split) return null;
+    const sp = d.split;
+    const names = sp.groups.map((g) => g.group);
+    const label = (g: string) =>
+      g === '' ? '(none)' : q.split === 'credential_fingerprint' ? `${g.slice(0, 10)}…` : g;
+    const groups = [
+      ...names.map((n, i) => ({ key: `g${i}`, label: label(n) })),
+      ...(sp.total_groups > names.length ? [{ key: 'other', label: 'Other' }] : []),
+    ];
+    const rows = (value: (p: UsageSplitPoint) => number) => ({
+      groups,
+      data: splitRows(sp.points, names, value, d.from, d.to, d.bucket),
+    });
+    return { cost: rows((p) => p.cost_usd), requests: rows((p) => p.requests), total: sp.total_groups };
+  }, [data.data, q.split]);
   const empty = data.data && data.data.points.every((p) => p.requests === 0);
 
   return (
@@ -202,6 +250,31 @@ export function UsagePage() {
               <EmptyState title="No traffic in this range">
                 Pick a longer range, or <Link to="/">make your first call</Link>.
               </EmptyState>
+            )}
+            {split && q.split && (
+              <section className="split-charts" aria-label={`Usage by ${SPLIT_LABELS[q.split]}`}>
+                <div className="chart-grid">
+                  <SplitChart
+                    title={`Cost by ${SPLIT_LABELS[q.split]}`}
+                    series={split.cost}
+                    format={formatCost}
+                    bucket={range.bucket}
+                    rangeMs={range.ms}
+                  />
+                  <SplitChart
+                    title={`Requests by ${SPLIT_LABELS[q.split]}`}
+                    series={split.requests}
+                    format={formatNumber}
+                    bucket={range.bucket}
+                    rangeMs={range.ms}
+                  />
+                </div>
+                {split.total > SPLIT_TOP && (
+                  <p className="muted small">
+                    The {SPLIT_TOP} costliest of {formatNumber(split.total)}; the rest as Other.
+                  </p>
+                )}
+              </section>
             )}
             <div className="chart-grid">
               <RequestsChart {...props} />
