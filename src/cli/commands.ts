@@ -630,7 +630,7 @@ export const commands: Record<string, Command> = {
     }),
 
   reconcile: (config, args) =>
-    withStores(config, async ({ logStore }) => {
+    withStores(config, async ({ logStore, configStore }) => {
       // Loaded here only: the other commands never call the providers' admin APIs.
       const { ADMIN_KEY_VARIABLES, defaultDay, formatReconciliation, parseDay, reconcileDay } =
         await import('../reconcile/index.js');
@@ -640,11 +640,12 @@ export const commands: Record<string, Command> = {
         );
       const day = args.day === undefined ? defaultDay() : parseDay(args.day);
       if (day === null) throw new UsageError('--day must be a date (2026-11-01, UTC) that has begun');
-      const result = await reconcileDay(config, logStore, day);
+      const result = await reconcileDay(config, { logStore, configStore }, day);
       print(args, result, formatReconciliation(result));
-      const failed = result.providers.filter((p) => p.error !== null);
-      if (failed.length > 0)
-        throw new Error(failed.map((p) => `${p.provider}: ${p.error}`).join('\nkeyrelay: '));
+      const failed = result.providers.flatMap((p) =>
+        [p.error, p.usage_error].filter((e): e is string => e !== null).map((e) => `${p.provider}: ${e}`),
+      );
+      if (failed.length > 0) throw new Error(failed.join('\nkeyrelay: '));
     }),
 
   'requests export': (config, args) =>

@@ -409,7 +409,8 @@ export class SqliteLogStore implements LogStore {
       `SELECT ${LOGGED_COST_SQL} FROM requests
        WHERE id >= ? AND id < ? AND created_at >= ? AND created_at < ?
          AND provider IN (${providers.map(() => '?').join(', ')})
-       GROUP BY provider, model ORDER BY cost_usd DESC, provider, model LIMIT ?`,
+       GROUP BY provider, model, credential_fingerprint
+       ORDER BY cost_usd DESC, provider, model, credential_fingerprint LIMIT ?`,
     ).all(idsFrom(from), idsBefore(to), toIso(from), toIso(to), ...providers, PRICING_GAP_GROUPS);
     return rows.map(toLoggedCost);
   }
