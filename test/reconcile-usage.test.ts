@@ -25,7 +25,9 @@ const OPENAI_CALL = { prompt_tokens: 1200, completion_tokens: 300, cached_tokens
 const ANTHROPIC_CALL = { ...DEFAULT_ANTHROPIC_USAGE, input_tokens: 400, cache_creation_input_tokens: 50 };
 // In keyrelay's terms (and the usage report's, read into them): input counts cache reads and writes.
 const ANTHROPIC_INPUT =
-  ANTHROPIC_CALL.input_tokens + ANTHROPIC_CALL.cache_creation_input_tokens + ANTHROPIC_CALL.cache_read_input_tokens;
+  ANTHROPIC_CALL.input_tokens +
+  ANTHROPIC_CALL.cache_creation_input_tokens +
+  ANTHROPIC_CALL.cache_read_input_tokens;
 
 interface TokenDrift {
   kind: string;
@@ -158,9 +160,11 @@ describe('tokens: keyrelay beside the providers’ usage reports', () => {
 
   it('agree to the token when every call went through keyrelay, per model and per linked key', async () => {
     await through(OPENAI_KEY_A).chat.completions.create(ask);
-    await through(OPENAI_KEY_A).chat.completions.create({ ...ask, stream: true }).then(async (s) => {
-      for await (const _ of s);
-    });
+    await through(OPENAI_KEY_A)
+      .chat.completions.create({ ...ask, stream: true })
+      .then(async (s) => {
+        for await (const _ of s);
+      });
     const claude = new Anthropic({
       apiKey: ANTHROPIC_KEY_A,
       baseURL: `${h.url}/api/proxy/anthropic`,
@@ -213,7 +217,13 @@ describe('tokens: keyrelay beside the providers’ usage reports', () => {
     oa = r.providers.find((p) => p.provider === 'openai')!;
     const an = r.providers.find((p) => p.provider === 'anthropic')!;
     expect(oa.keys).toMatchObject([
-      { api_key_id: 'key_A', fingerprint: openaiFp, agrees: true, reasons: [], keyrelay: { input_tokens: 2400 } },
+      {
+        api_key_id: 'key_A',
+        fingerprint: openaiFp,
+        agrees: true,
+        reasons: [],
+        keyrelay: { input_tokens: 2400 },
+      },
     ]);
     expect(oa.unlinked_credentials).toEqual([]);
     expect(oa.models[0]!.provider.usage!.requests).toBe(2);
@@ -273,7 +283,10 @@ describe('tokens: keyrelay beside the providers’ usage reports', () => {
     expect(mini.reasons.join('\n')).toContain(
       'tokens under API key key_B (not linked to a credential keyrelay saw): likely traffic that did not go through keyrelay',
     );
-    const [keyA, keyB] = [oa.keys.find((k) => k.api_key_id === 'key_A')!, oa.keys.find((k) => k.api_key_id === 'key_B')!];
+    const [keyA, keyB] = [
+      oa.keys.find((k) => k.api_key_id === 'key_A')!,
+      oa.keys.find((k) => k.api_key_id === 'key_B')!,
+    ];
     expect(keyA.tokens.find((t) => t.kind === 'output')).toMatchObject({
       keyrelay: 600,
       provider: 900,
@@ -289,7 +302,9 @@ describe('tokens: keyrelay beside the providers’ usage reports', () => {
     openaiBill.usage.set(day(), [openaiLine('key_A', 1)]);
     const fewer = (await reconcile()).providers.find((p) => p.provider === 'openai')!;
     expect(fewer.tokens.find((t) => t.kind === 'input')!.difference).toBe(-OPENAI_CALL.prompt_tokens);
-    expect(fewer.models[0]!.reasons.join('\n')).toContain('keyrelay logged more tokens than the provider counted');
+    expect(fewer.models[0]!.reasons.join('\n')).toContain(
+      'keyrelay logged more tokens than the provider counted',
+    );
     expect(fewer.keys[0]!.reasons[0]).toContain('keyrelay logged more with this credential');
   });
 
@@ -318,7 +333,9 @@ describe('tokens: keyrelay beside the providers’ usage reports', () => {
     await reconcile();
     const metrics = await (await request(`${h.url}/metrics`)).body.text();
     expect(metrics).toContain('keyrelay_reconcile_token_difference{provider="openai",kind="input"} 2400');
-    expect(metrics).toContain('keyrelay_reconcile_token_difference{provider="anthropic",kind="cache_write"} 0');
+    expect(metrics).toContain(
+      'keyrelay_reconcile_token_difference{provider="anthropic",kind="cache_write"} 0',
+    );
   });
 
   it('an unlinked key can be linked again and unlinked; bad ids and fingerprints are refused', async () => {
@@ -384,7 +401,9 @@ describe('usage report fetches: retried, paged, bounded', () => {
     const r = await reconcile();
     expect(Date.now() - started).toBeLessThan(5_000);
     const an = r.providers.find((p) => p.provider === 'anthropic')!;
-    expect(an.usage_error).toBe("Anthropic's usage report failed after 3 tries: HTTP 500: Internal server error");
+    expect(an.usage_error).toBe(
+      "Anthropic's usage report failed after 3 tries: HTTP 500: Internal server error",
+    );
     expect(anthropicBill.usageRequests).toHaveLength(3);
     expect(an.error).toBeNull();
     expect(an.tokens).toEqual([]);

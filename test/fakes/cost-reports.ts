@@ -129,7 +129,10 @@ export async function startFakeCostApi(
       req.pipe(out);
       return;
     }
-    (usageEndpoint ? api.usageRequests : api.reportRequests).push({ url: req.url ?? '', headers: req.headers });
+    (usageEndpoint ? api.usageRequests : api.reportRequests).push({
+      url: req.url ?? '',
+      headers: req.headers,
+    });
     const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
@@ -176,7 +179,10 @@ export async function startFakeCostApi(
       const all = (api.usage.get(day) ?? []).filter(
         (l) => provider === 'anthropic' || (l.endpoint ?? 'completions') === usageEndpoint,
       );
-      return json(200, usagePage(provider, usageEndpoint, day, all, page, api.pageSize, fault?.endless === true));
+      return json(
+        200,
+        usagePage(provider, usageEndpoint, day, all, page, api.pageSize, fault?.endless === true),
+      );
     }
     const lines = api.bills.get(day) ?? [];
     const offset =
