@@ -338,6 +338,33 @@ describe('tokens: keyrelay beside the providers’ usage reports', () => {
     );
   });
 
+  it('keyrelay reconcile-link ties a key id to the credential given on standard input, by fingerprint only', async () => {
+    const env = { KEYRELAY_DATA_DIR: h.dataDir };
+    const linked = await runCli(['reconcile-link', 'openai', 'key_B', '--json'], env, `${OPENAI_KEY_B}\n`);
+    expect(linked.stderr).toBe('');
+    expect(linked.code).toBe(0);
+    expect(linked.stdout).not.toContain(OPENAI_KEY_B);
+    const made = JSON.parse(linked.stdout) as { fingerprint: string };
+    expect(made.fingerprint).toMatch(/^[0-9a-f]{32}$/);
+    // The same fingerprint the proxy gives the credential: a call with it now shows under key_B.
+    await through(OPENAI_KEY_B).chat.completions.create(ask);
+    await h.flushLog();
+    expect(await credentials()).toContain(made.fingerprint);
+    const keyB = (await reconcile()).providers[0]!.keys.find((k) => k.api_key_id === 'key_B')!;
+    expect(keyB.fingerprint).toBe(made.fingerprint);
+    expect(keyB.keyrelay!.input_tokens).toBe(OPENAI_CALL.prompt_tokens);
+    expect(keyB.agrees).toBe(true);
+
+    const refused = await runCli(['reconcile-link', 'openai', 'key_B', '--fingerprint', OPENAI_KEY_B], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--fingerprint must be a credential fingerprint');
+    const empty = await runCli(['reconcile-link', 'openai', 'key_B'], env, '');
+    expect(empty.code).toBe(2);
+    const unlinked = await runCli(['reconcile-link', 'openai', 'key_B', '--fingerprint', 'none'], env);
+    expect(unlinked.stdout).toContain('openai key_B: unlinked');
+    expect(unlinked.stdout + unlinked.stderr).not.toContain(OPENAI_KEY_B);
+  });
+
   it('an unlinked key can be linked again and unlinked; bad ids and fingerprints are refused', async () => {
     await link('openai', 'key_A', null);
     const r = await reconcile();

@@ -23,8 +23,14 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+): Promise<CliResult> {
   const child = spawn(process.execPath, [...ENTRY, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+  // Standard input ends at once (with `input` first): a command that reads it never waits for a terminal.
+  child.stdin.end(input ?? '');
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
