@@ -221,10 +221,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
       'read (the other provider is still shown).',
   },
   'reconcile-link': {
-    usage: 'keyrelay reconcile-link <openai|anthropic> <api key id> [--fingerprint FP|none]',
+    usage: 'keyrelay reconcile-link <provider> <key id>',
     summary: "tie a provider's API key id (its usage report's api_key_id) to a credential keyrelay saw",
     options: ['fingerprint'],
     details:
+      '<provider> is openai or anthropic; --fingerprint FP|none instead of the credential on standard input.\n' +
       "The provider's usage report names its API key ids (key_…, apikey_…), never the keys; keyrelay knows\n" +
       'a credential only by its keyed fingerprint. Give the credential on standard input (it is hashed and\n' +
       'forgotten, never stored or printed), or its fingerprint (the console lists them) with --fingerprint;\n' +

@@ -100,7 +100,9 @@ async function fetchPage(
   let last = '';
   const late = () =>
     new ReportError(
-      keys.redact(`${what} did not finish within ${bounds.deadlineMs / 1000} s${last ? ` (last: ${last})` : ''}`),
+      keys.redact(
+        `${what} did not finish within ${bounds.deadlineMs / 1000} s${last ? ` (last: ${last})` : ''}`,
+      ),
     );
   for (let attempt = 1; attempt <= bounds.attempts; attempt++) {
     let wait = bounds.backoffMs * 2 ** (attempt - 1);

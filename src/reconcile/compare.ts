@@ -241,7 +241,8 @@ export function compareDay(
     d.provider.cost_usd = round(d.provider.cost_usd);
     d.difference_usd = bill ? round(d.provider.cost_usd - d.keyrelay.cost_usd) : 0;
     d.tokens = d.provider.usage ? tokenDrifts({ ...d.keyrelay }, d.provider.usage) : [];
-    const costAgrees = !bill || (Math.abs(d.difference_usd) <= AGREE_USD && d.keyrelay.unpriced_requests === 0);
+    const costAgrees =
+      !bill || (Math.abs(d.difference_usd) <= AGREE_USD && d.keyrelay.unpriced_requests === 0);
     d.agrees = costAgrees && tokensAgree(d.tokens);
     d.reasons = [
       ...new Set([
@@ -363,7 +364,9 @@ function compareKeys(
   });
   keys.sort(
     (a, b) =>
-      b.provider.input_tokens + b.provider.output_tokens - (a.provider.input_tokens + a.provider.output_tokens),
+      b.provider.input_tokens +
+      b.provider.output_tokens -
+      (a.provider.input_tokens + a.provider.output_tokens),
   );
   const unlinked = [...mine.entries()]
     .filter(([fp]) => !linked.has(fp))

@@ -691,7 +691,10 @@ export class SqliteConfigStore implements ConfigStore {
 
   async setProviderKeyLink(provider: string, apiKeyId: string, fingerprint: string | null): Promise<void> {
     if (fingerprint === null) {
-      this.stmt('DELETE FROM provider_key_links WHERE provider = ? AND api_key_id = ?').run(provider, apiKeyId);
+      this.stmt('DELETE FROM provider_key_links WHERE provider = ? AND api_key_id = ?').run(
+        provider,
+        apiKeyId,
+      );
       return;
     }
     this.stmt(
