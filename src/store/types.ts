@@ -495,6 +495,11 @@ export interface LoggedCostRow {
 
 /** Distinct (provider, model, price_source) groups a pricing-gap query returns at most. */
 export const PRICING_GAP_GROUPS = 1000;
+/**
+ * (provider, model, credential) groups a day's reconciliation reads at most: a real install's day is models
+ * times credentials, far fewer; the bound only keeps a pathological day's answer in memory.
+ */
+export const LOGGED_COST_GROUPS = 50_000;
 
 export interface UsageBreakdownRow extends Omit<UsagePoint, 'bucket'> {
   group: string; // the value grouped by; '' for rows without one
@@ -563,7 +568,7 @@ export interface LogStore extends BatchStore {
   pricingGaps(from: string, to: string): Promise<PricingGapRow[]>;
   /**
    * Across every account, rows created in [from, to) of the given providers, summed by provider, model and credential fingerprint;
-   * most cost first, at most PRICING_GAP_GROUPS groups.
+   * most cost first, at most LOGGED_COST_GROUPS groups.
    */
   loggedCosts(from: string, to: string, providers: readonly string[]): Promise<LoggedCostRow[]>;
   /**

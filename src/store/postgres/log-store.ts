@@ -39,6 +39,7 @@ import {
 import { PROVIDER_NAME } from '../../providers/ids.js';
 import { toIso } from '../time.js';
 import {
+  LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
   type BreakdownBy,
@@ -395,7 +396,7 @@ export class PgLogStore implements LogStore {
        WHERE id >= $1 AND id < $2 AND created_at >= $3 AND created_at < $4 AND provider = ANY($5::text[])
        GROUP BY provider, model, credential_fingerprint
        ORDER BY cost_usd DESC, provider, model, credential_fingerprint LIMIT $6`,
-      [idsFrom(from), idsBefore(to), toIso(from), toIso(to), [...providers], PRICING_GAP_GROUPS],
+      [idsFrom(from), idsBefore(to), toIso(from), toIso(to), [...providers], LOGGED_COST_GROUPS],
     );
     return rows.map(toLoggedCost);
   }

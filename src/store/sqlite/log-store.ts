@@ -40,6 +40,7 @@ import {
 import { PROVIDER_NAME } from '../../providers/ids.js';
 import { toIso } from '../time.js';
 import {
+  LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
   type BreakdownBy,
@@ -411,7 +412,7 @@ export class SqliteLogStore implements LogStore {
          AND provider IN (${providers.map(() => '?').join(', ')})
        GROUP BY provider, model, credential_fingerprint
        ORDER BY cost_usd DESC, provider, model, credential_fingerprint LIMIT ?`,
-    ).all(idsFrom(from), idsBefore(to), toIso(from), toIso(to), ...providers, PRICING_GAP_GROUPS);
+    ).all(idsFrom(from), idsBefore(to), toIso(from), toIso(to), ...providers, LOGGED_COST_GROUPS);
     return rows.map(toLoggedCost);
   }
 
