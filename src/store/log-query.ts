@@ -351,7 +351,10 @@ export const AGGREGATE_SQL = `
     THEN 1 ELSE 0 END) AS unknown_cost_requests,
   SUM(CASE WHEN price_source LIKE 'partial:%' THEN 1 ELSE 0 END) AS partial_cost_requests`;
 
-/** loggedCosts' select list, the same on both stores (price_source as in AGGREGATE_SQL). */
+/**
+ * loggedCosts' select list, the same on both stores (price_source as in AGGREGATE_SQL); its first three
+ * columns are the groups (PostgreSQL's query groups and orders by their positions).
+ */
 export const LOGGED_COST_SQL = `
   provider, model, credential_fingerprint, COUNT(*) AS requests,
   COALESCE(SUM(input_tokens), 0) AS input_tokens,
