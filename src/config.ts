@@ -149,8 +149,14 @@ export interface Config {
   /** Console sessions' idle and absolute lifetimes (accounts/sessions.ts). */
   sessionIdleMs?: number;
   sessionMaxMs?: number;
-  /** How the provider's cost report is fetched: retries, waits and bounds (reconcile/cost-report.ts). */
-  costReportFetch?: { timeoutMs?: number; attempts?: number; backoffMs?: number; maxPages?: number };
+  /** How the providers' cost and usage reports are fetched: retries, waits, bounds (reconcile/admin-fetch.ts). */
+  costReportFetch?: {
+    timeoutMs?: number;
+    attempts?: number;
+    backoffMs?: number;
+    maxPages?: number;
+    deadlineMs?: number;
+  };
 }
 
 /** A provider's origin: every provider route resolution hands out has one (loadConfig sets them together). */

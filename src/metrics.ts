@@ -149,9 +149,15 @@ export function createMetrics() {
       labelNames: ['provider'] as const,
       registers: [registry],
     }),
+    reconcileTokenDifference: new Gauge({
+      name: 'keyrelay_reconcile_token_difference',
+      help: "The last reconciled day's provider-counted tokens minus keyrelay's, by provider and kind (reconcile).",
+      labelNames: ['provider', 'kind'] as const,
+      registers: [registry],
+    }),
     reconcileErrors: new Counter({
       name: 'keyrelay_reconcile_errors_total',
-      help: 'Reconciliations whose provider cost report could not be read (error, timeout, endless paging).',
+      help: 'Reconciliations whose provider cost or usage report could not be read (error, timeout, endless paging).',
       labelNames: ['provider'] as const,
       registers: [registry],
     }),

@@ -3,7 +3,8 @@
  * readyz turns 503, new connections stop, in-flight streams finish (up to the drain deadline, then are cut
  * and logged), the log queue is flushed, stores are closed.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { credentialFingerprint, FINGERPRINT_SECRET } from './credential-fingerprint.js';
 import type { AddressInfo } from 'node:net';
 import { upstreamAgent } from './proxy/agent.js';
 import type { ProxyServices, Shutdown } from './proxy/context.js';
@@ -79,7 +80,7 @@ function fingerprinter(key: Buffer): (credential: string) => string {
   return (credential) => {
     let fp = cache.get(credential);
     if (fp === undefined) {
-      fp = createHmac('sha256', key).update(credential).digest('hex').slice(0, 32);
+      fp = credentialFingerprint(key, credential);
       if (cache.size >= 4096) cache.clear();
       cache.set(credential, fp);
     }
@@ -130,7 +131,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     throttle = new MemoryLoginThrottle(config.loginThrottle);
   }
   const fingerprintKey = Buffer.from(
-    await configStore.ensureSecret('credential_fingerprint', randomBytes(32).toString('base64')),
+    await configStore.ensureSecret(FINGERPRINT_SECRET, randomBytes(32).toString('base64')),
     'base64',
   );
 

@@ -1,7 +1,9 @@
 /**
  * The admin keys are the operator's, read from the environment only: a canary key must not appear in the
  * database files, the server's log (at debug), any console or /metrics answer, or the CLI's output, even
- * when the provider's error message echoes it.
+ * when the provider's error message (cost report or usage report) echoes it. Nor does the provider
+ * credential a call was made with, once its provider key id is linked to it: the link holds the
+ * fingerprint only.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +18,7 @@ import { runCli, startServeProcess, stopServeProcess } from './helpers/process.j
 const OPENAI_ADMIN = 'sk-admin-CANARYopenaiQ7w3e9r1t5y';
 const ANTHROPIC_ADMIN = 'sk-ant-admin01-CANARYanthropicZ8x2c4v6b';
 const DAY = '2026-11-21';
+const PROVIDER_CREDENTIAL = 'sk-proj-CANARYcredentialM4n7b2v9c1x';
 
 let dataDir: string;
 let openai: FakeUpstream;
@@ -32,8 +35,12 @@ beforeAll(async () => {
   openaiBill.forwardTo = openai.url;
   anthropicBill.forwardTo = anthropic.url;
   openaiBill.bills.set(DAY, [{ model: 'gpt-4o-mini', item: 'gpt-4o-mini, input', usd: 0.5 }]);
-  // A provider whose refusal repeats the key it was given.
+  openaiBill.usage.set(DAY, [
+    { model: 'gpt-4o-mini', api_key_id: 'key_canary', requests: 1, input_tokens: 11, output_tokens: 7 },
+  ]);
+  // A provider whose refusal repeats the key it was given, on both of its reports.
   anthropicBill.fault = { status: 401, message: `admin key ${ANTHROPIC_ADMIN} is disabled` };
+  anthropicBill.usageFault = { status: 403, message: `admin key ${ANTHROPIC_ADMIN} may not read usage` };
   dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-canary-'));
   env = {
     KEYRELAY_DATA_DIR: dataDir,
@@ -71,7 +78,7 @@ it('the admin keys appear in no database file, log line, console or metrics answ
     expect(login.statusCode).toBe(200);
     const cookie = String(login.headers['set-cookie']).split(';')[0]!;
     const client = new OpenAI({
-      apiKey: 'sk-provider',
+      apiKey: PROVIDER_CREDENTIAL,
       baseURL: `${kr.url}/api/proxy/openai/v1`,
       defaultHeaders: { 'proxy-api-key': signed.key.key },
     });
@@ -80,16 +87,44 @@ it('the admin keys appear in no database file, log line, console or metrics answ
       messages: [{ role: 'user', content: 'hi' }],
     });
 
+    // The owner links the provider's key id to the credential keyrelay saw (by its fingerprint).
+    const creds = await request(`${kr.url}/api/console/credentials`, { headers: { cookie } });
+    const credsText = await creds.body.text();
+    answers.push(credsText);
+    const fingerprint = (JSON.parse(credsText) as { credentials: Array<{ fingerprint: string }> })
+      .credentials[0]!.fingerprint;
+    const linked = await request(`${kr.url}/api/console/reconcile/links/openai/key_canary`, {
+      method: 'PUT',
+      headers: { cookie, origin: kr.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ fingerprint }),
+    });
+    answers.push(await linked.body.text());
+    expect(linked.statusCode).toBe(200);
+
     const res = await request(`${kr.url}/api/console/reconcile?day=${DAY}`, { headers: { cookie } });
     const text = await res.body.text();
     answers.push(text);
     expect(res.statusCode).toBe(200);
-    const body = JSON.parse(text) as { providers: Array<{ provider: string; error: string | null }> };
-    // The refusal is shown, with the echoed key taken out of it.
+    const body = JSON.parse(text) as {
+      providers: Array<{
+        provider: string;
+        error: string | null;
+        usage_error: string | null;
+        keys: Array<{ api_key_id: string; fingerprint: string | null }>;
+      }>;
+    };
+    // The refusals are shown, with the echoed key taken out of them.
     expect(body.providers[1]!.error).toBe(
       "Anthropic's cost report refused: HTTP 401: admin key [admin key] is disabled",
     );
+    expect(body.providers[1]!.usage_error).toBe(
+      "Anthropic's usage report refused: HTTP 403: admin key [admin key] may not read usage",
+    );
     expect(body.providers[0]!.error).toBeNull();
+    expect(body.providers[0]!.usage_error).toBeNull();
+    expect(body.providers[0]!.keys).toEqual([
+      expect.objectContaining({ api_key_id: 'key_canary', fingerprint }),
+    ]);
     for (const path of ['/api/console/info', '/api/console/me', '/metrics', '/api/console/openapi.json']) {
       const r = await request(`${kr.url}${path}`, { headers: { cookie } });
       answers.push(await r.body.text());
@@ -111,5 +146,7 @@ it('the admin keys appear in no database file, log line, console or metrics answ
   for (const f of files) {
     const bytes = readFileSync(join(f.parentPath, f.name)).toString('latin1');
     expect(leaks(bytes), f.name).toEqual([]);
+    expect(bytes.includes(PROVIDER_CREDENTIAL), f.name).toBe(false);
   }
+  expect(answers.join('\n')).not.toContain(PROVIDER_CREDENTIAL);
 });

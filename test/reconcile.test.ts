@@ -125,6 +125,20 @@ describe('reconcile: a seeded day where keyrelay and the bills agree', () => {
       { model: 'claude-sonnet-4-20250514', item: 'Claude Sonnet 4 Usage - Input Tokens', usd: 0.5 },
       { model: 'claude-sonnet-4-20250514', item: 'Claude Sonnet 4 Usage - Output Tokens', usd: 0.25 },
     ]);
+    // makeLogRow's tokens: 120 input (100 of them cache reads), 45 output.
+    const per = (n: number) => ({
+      requests: n,
+      input_tokens: 120 * n,
+      cache_read_tokens: 100 * n,
+      output_tokens: 45 * n,
+    });
+    openaiBill.usage.set(SEEDED_DAY, [
+      { model: 'gpt-4o-mini-2024-07-18', api_key_id: 'key_seeded', ...per(2) },
+      { model: 'gpt-4o-2024-08-06', api_key_id: 'key_seeded', ...per(1) },
+    ]);
+    anthropicBill.usage.set(SEEDED_DAY, [
+      { model: 'claude-sonnet-4-20250514', api_key_id: 'apikey_seeded', cache_write_tokens: 0, ...per(1) },
+    ]);
   });
 
   it('shows zero difference per provider and model, reading every page of each report', async () => {

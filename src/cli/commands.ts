@@ -1,7 +1,9 @@
 /** The CLI's commands other than serve. Each opens the configured stores, acts, and closes them. */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
+import { credentialFingerprint, FINGERPRINT_SECRET } from '../credential-fingerprint.js';
 import { ALLOW_PRIVATE_SETTING } from '../alerts/target.js';
 import { domainError, isDomainError, type DomainErrorCode } from '../errors.js';
 import { createOrg, MAX_AUDIT_RETENTION_DAYS, removeMember } from '../orgs/actions.js';
@@ -51,6 +53,8 @@ export interface CommandArgs {
   format: string | undefined;
   /** `reconcile`: the UTC day, YYYY-MM-DD. */
   day: string | undefined;
+  /** `reconcile-link`: a credential's fingerprint, or `none` to unlink. */
+  fingerprint: string | undefined;
   /** `orgs audit-retention`: a number of days, or `off`. */
   days: string | undefined;
   /** `keys create`: the organization's key, held by no member. */
@@ -300,6 +304,13 @@ async function withStores(
     await logStore.close();
     await configStore.close();
   }
+}
+
+/** Everything on standard input, up to its end (a pipe, a file, or what is typed before Ctrl-D). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function need(value: string | undefined, flag: string): string {
@@ -630,7 +641,7 @@ export const commands: Record<string, Command> = {
     }),
 
   reconcile: (config, args) =>
-    withStores(config, async ({ logStore }) => {
+    withStores(config, async ({ logStore, configStore }) => {
       // Loaded here only: the other commands never call the providers' admin APIs.
       const { ADMIN_KEY_VARIABLES, defaultDay, formatReconciliation, parseDay, reconcileDay } =
         await import('../reconcile/index.js');
@@ -640,11 +651,44 @@ export const commands: Record<string, Command> = {
         );
       const day = args.day === undefined ? defaultDay() : parseDay(args.day);
       if (day === null) throw new UsageError('--day must be a date (2026-11-01, UTC) that has begun');
-      const result = await reconcileDay(config, logStore, day);
+      const result = await reconcileDay(config, { logStore, configStore }, day);
       print(args, result, formatReconciliation(result));
-      const failed = result.providers.filter((p) => p.error !== null);
-      if (failed.length > 0)
-        throw new Error(failed.map((p) => `${p.provider}: ${p.error}`).join('\nkeyrelay: '));
+      const failed = result.providers.flatMap((p) =>
+        [p.error, p.usage_error].filter((e): e is string => e !== null).map((e) => `${p.provider}: ${e}`),
+      );
+      if (failed.length > 0) throw new Error(failed.join('\nkeyrelay: '));
+    }),
+
+  'reconcile-link': (config, args) =>
+    withStores(config, async ({ configStore }) => {
+      const [provider, apiKeyId] = args.positionals as [string, string];
+      if (provider !== 'openai' && provider !== 'anthropic')
+        throw new UsageError(`the provider must be openai or anthropic (got ${provider})`);
+      if (!/^[0-9A-Za-z_-]{1,128}$/.test(apiKeyId))
+        throw new UsageError(`"${apiKeyId}" is not a provider API key id (key_…, apikey_…)`);
+      let fingerprint: string | null;
+      if (args.fingerprint === 'none') fingerprint = null;
+      else if (args.fingerprint !== undefined) {
+        // A fingerprint only: anything else (a credential pasted by mistake) must never be stored.
+        if (!/^[0-9a-f]{32}$/.test(args.fingerprint))
+          throw new UsageError('--fingerprint must be a credential fingerprint (32 hex digits), or "none"');
+        fingerprint = args.fingerprint;
+      } else {
+        // The credential itself, from standard input: hashed here and forgotten, never stored or printed.
+        const credential = (await readStdin()).trim();
+        if (credential === '')
+          throw new UsageError('give the credential on standard input, or --fingerprint (see --help)');
+        const secret = await configStore.ensureSecret(FINGERPRINT_SECRET, randomBytes(32).toString('base64'));
+        fingerprint = credentialFingerprint(Buffer.from(secret, 'base64'), credential);
+      }
+      await configStore.setProviderKeyLink(provider, apiKeyId, fingerprint);
+      print(
+        args,
+        { provider, api_key_id: apiKeyId, fingerprint },
+        fingerprint === null
+          ? `${provider} ${apiKeyId}: unlinked`
+          : `${provider} ${apiKeyId}: linked to credential ${fingerprint}`,
+      );
     }),
 
   'requests export': (config, args) =>

@@ -211,14 +211,26 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   reconcile: {
     usage: 'keyrelay reconcile [--day DATE]',
-    summary: "keyrelay's logged cost for a day beside the providers' own cost reports, with the difference",
+    summary: "keyrelay's logged cost and tokens for a day beside the providers' cost and usage reports",
     options: ['day'],
     details:
-      "Reads OpenAI's Costs API with OPENAI_ADMIN_KEY and Anthropic's cost report with ANTHROPIC_ADMIN_KEY\n" +
+      "Reads OpenAI's Costs and Usage APIs with OPENAI_ADMIN_KEY and Anthropic's cost and usage reports with\nANTHROPIC_ADMIN_KEY " +
       "(organization admin keys, from the environment only: never stored or printed), at each provider's\n" +
-      "configured origin, and sets them beside every account's rows of that UTC day, per model, with the\n" +
-      'likely reason for each difference. Default day: yesterday. Exit status 1 when a report could not be\n' +
+      "configured origin, and sets them beside every account's rows of that UTC day, per model and per\n" +
+      'provider API key linked with reconcile-link, with the likely reason for each difference. Default day: yesterday. Exit status 1 when a report could not be\n' +
       'read (the other provider is still shown).',
+  },
+  'reconcile-link': {
+    usage: 'keyrelay reconcile-link <provider> <key id>',
+    summary: "tie a provider's API key id (its usage report's api_key_id) to a credential keyrelay saw",
+    options: ['fingerprint'],
+    details:
+      '<provider> is openai or anthropic; --fingerprint FP|none instead of the credential on standard input.\n' +
+      "The provider's usage report names its API key ids (key_…, apikey_…), never the keys; keyrelay knows\n" +
+      'a credential only by its keyed fingerprint. Give the credential on standard input (it is hashed and\n' +
+      'forgotten, never stored or printed), or its fingerprint (the console lists them) with --fingerprint;\n' +
+      "--fingerprint none removes the link. `keyrelay reconcile` then compares that key's tokens.\n" +
+      '  printf %s "$KEY" | keyrelay reconcile-link openai key_abc123',
   },
 };
 

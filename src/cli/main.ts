@@ -27,6 +27,7 @@ const STRING_OPTIONS = [
   'format',
   'day',
   'days',
+  'fingerprint',
   ...LIMIT_FLAGS,
   ...FILTER_FLAGS,
   ...Object.keys(FLAG_TO_VAR),
@@ -39,6 +40,7 @@ const ARGUMENTS: Record<string, { count: number; missing: string }> = {
   'keys revoke': { count: 1, missing: 'give the key: its id or the full key' },
   'settings get': { count: 1, missing: 'give the setting' },
   'settings set': { count: 2, missing: 'give the setting and its value' },
+  'reconcile-link': { count: 2, missing: 'give the provider (openai or anthropic) and its API key id' },
 };
 
 class Usage extends Error {
@@ -184,6 +186,7 @@ async function main(argv: string[]): Promise<number> {
     role: values.role as string | undefined,
     format: values.format as string | undefined,
     day: values.day as string | undefined,
+    fingerprint: values.fingerprint as string | undefined,
     days: values.days as string | undefined,
     service: values.service === true,
     filters: Object.fromEntries(

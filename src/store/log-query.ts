@@ -351,10 +351,15 @@ export const AGGREGATE_SQL = `
     THEN 1 ELSE 0 END) AS unknown_cost_requests,
   SUM(CASE WHEN price_source LIKE 'partial:%' THEN 1 ELSE 0 END) AS partial_cost_requests`;
 
-/** loggedCosts' select list, the same on both stores (price_source as in AGGREGATE_SQL). */
+/**
+ * loggedCosts' select list, the same on both stores (price_source as in AGGREGATE_SQL); its first three
+ * columns are the groups (PostgreSQL's query groups and orders by their positions).
+ */
 export const LOGGED_COST_SQL = `
-  provider, model, COUNT(*) AS requests,
+  provider, model, credential_fingerprint, COUNT(*) AS requests,
   COALESCE(SUM(input_tokens), 0) AS input_tokens,
+  COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
+  COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
   COALESCE(SUM(output_tokens), 0) AS output_tokens,
   COALESCE(SUM(cost_usd), 0) AS cost_usd,
   SUM(CASE WHEN price_source LIKE 'unpriced:%' THEN 1 ELSE 0 END) AS unpriced_requests,
@@ -365,8 +370,11 @@ export function toLoggedCost(r: Record<keyof LoggedCostRow, string | number | nu
   return {
     provider: String(r.provider),
     model: r.model === null ? null : String(r.model),
+    credential_fingerprint: r.credential_fingerprint === null ? null : String(r.credential_fingerprint),
     requests: Number(r.requests),
     input_tokens: Number(r.input_tokens),
+    cache_read_tokens: Number(r.cache_read_tokens),
+    cache_write_tokens: Number(r.cache_write_tokens),
     output_tokens: Number(r.output_tokens),
     cost_usd: Number(r.cost_usd),
     unpriced_requests: Number(r.unpriced_requests),

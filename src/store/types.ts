@@ -231,6 +231,17 @@ export interface CredentialLabel {
   updated_at: string;
 }
 
+/**
+ * The install owner's tie of a provider's API key id (as its usage report names it) to a provider credential
+ * keyrelay saw, by the credential's keyed fingerprint (reconcile/).
+ */
+export interface ProviderKeyLink {
+  provider: string;
+  api_key_id: string;
+  fingerprint: string;
+  created_at: string;
+}
+
 /** What a read-only API token may read (docs/console-api.md, "API tokens"). */
 export const API_TOKEN_SCOPES = ['usage', 'requests', 'export'] as const;
 export type ApiTokenScope = (typeof API_TOKEN_SCOPES)[number];
@@ -374,6 +385,11 @@ export interface ConfigStore extends AlertStore {
   /** Sets (or, with null, removes) the label of one credential fingerprint of an account. */
   setCredentialLabel(accountId: string, fingerprint: string, label: string | null): Promise<void>;
 
+  /** Every provider key link of the install, by provider and key id. */
+  listProviderKeyLinks(): Promise<ProviderKeyLink[]>;
+  /** Ties (or, with null, unties) a provider's API key id to a credential fingerprint. */
+  setProviderKeyLink(provider: string, apiKeyId: string, fingerprint: string | null): Promise<void>;
+
   /** Inserts a token; `hash` is the SHA-256 hex of the full token, which is never stored. */
   createApiToken(t: Omit<ApiTokenRecord, 'revoked_at'> & { hash: string }): Promise<void>;
   /** An account's tokens, newest first, revoked ones included. */
@@ -463,7 +479,11 @@ export interface LoggedCostRow {
   provider: string;
   model: string | null;
   requests: number;
+  /** The keyed fingerprint of the provider credential the calls used (null: none was sent). */
+  credential_fingerprint: string | null;
   input_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
   output_tokens: number;
   /** Sum of the known costs: a lower bound where rows are unpriced or partial. */
   cost_usd: number;
@@ -475,6 +495,11 @@ export interface LoggedCostRow {
 
 /** Distinct (provider, model, price_source) groups a pricing-gap query returns at most. */
 export const PRICING_GAP_GROUPS = 1000;
+/**
+ * (provider, model, credential) groups a day's reconciliation reads at most: a real install's day is models
+ * times credentials, far fewer; the bound only keeps a pathological day's answer in memory.
+ */
+export const LOGGED_COST_GROUPS = 50_000;
 
 export interface UsageBreakdownRow extends Omit<UsagePoint, 'bucket'> {
   group: string; // the value grouped by; '' for rows without one
@@ -598,8 +623,8 @@ export interface LogStore extends BatchStore {
    */
   pricingGaps(from: string, to: string): Promise<PricingGapRow[]>;
   /**
-   * Across every account, rows created in [from, to) of the given providers, summed by provider and model;
-   * most cost first, at most PRICING_GAP_GROUPS groups.
+   * Across every account, rows created in [from, to) of the given providers, summed by provider, model and credential fingerprint;
+   * most cost first, at most LOGGED_COST_GROUPS groups.
    */
   loggedCosts(from: string, to: string, providers: readonly string[]): Promise<LoggedCostRow[]>;
   /**

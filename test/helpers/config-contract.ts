@@ -665,6 +665,25 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
     });
   });
 
+  describe('provider key links', () => {
+    it("ties a provider's API key id to a fingerprint, moves and removes it; ids are per provider", async () => {
+      const before = await cfg.listProviderKeyLinks();
+      const id = `key_${newId()}`;
+      await cfg.setProviderKeyLink('openai', id, 'a'.repeat(32));
+      await cfg.setProviderKeyLink('anthropic', id, 'b'.repeat(32));
+      await cfg.setProviderKeyLink('openai', id, 'c'.repeat(32));
+      const mine = (await cfg.listProviderKeyLinks()).filter((l) => l.api_key_id === id);
+      expect(mine.map((l) => [l.provider, l.fingerprint])).toEqual([
+        ['anthropic', 'b'.repeat(32)],
+        ['openai', 'c'.repeat(32)],
+      ]);
+      expect(Number.isNaN(Date.parse(mine[0]!.created_at))).toBe(false);
+      await cfg.setProviderKeyLink('openai', id, null);
+      await cfg.setProviderKeyLink('anthropic', id, null);
+      expect(await cfg.listProviderKeyLinks()).toEqual(before);
+    });
+  });
+
   describe('api tokens', () => {
     it('creates, finds by hash, lists newest first and revokes an account’s tokens only', async () => {
       const a = await newAccount();

@@ -640,65 +640,65 @@ export function describeLogStoreContract(ctx: LogContext): void {
       ]);
     });
 
-    it("loggedCosts sums every account's rows of the named providers by provider and model, in the range", async () => {
+    it("loggedCosts sums every account's rows of the named providers by provider, model and credential, in the range", async () => {
       // A range no other test writes in: the query spans every account.
       const at = Date.parse('2031-06-06T00:00:00.000Z');
       const row = (i: number, over: Partial<RequestLogRow>) =>
         makeLogRow({ account_id: `acct-${newId()}`, at: at + i * 1000, ...over });
       const partial = 'partial: genai-prices@0.1.8 has no price for web_search ×1 on gpt-4o';
+      const tokens = (input: number, read: number, write: number, output: number) => ({
+        input_tokens: input,
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        output_tokens: output,
+      });
       await log.insertBatch([
-        row(0, { model: 'gpt-4o', input_tokens: 10, output_tokens: 5, cost_usd: 0.25 }),
-        row(1, { model: 'gpt-4o', input_tokens: 20, output_tokens: 1, cost_usd: 0.5, price_source: partial }),
+        row(0, { model: 'gpt-4o', ...tokens(10, 4, 0, 5), cost_usd: 0.25 }),
+        row(1, { model: 'gpt-4o', ...tokens(20, 6, 0, 1), cost_usd: 0.5, price_source: partial }),
+        // The same model with another credential: a group of its own.
         row(2, {
-          model: 'gpt-9',
-          input_tokens: 3,
-          output_tokens: 2,
-          cost_usd: null,
-          price_source: 'unpriced: x',
+          model: 'gpt-4o',
+          ...tokens(4, 0, 0, 4),
+          cost_usd: 0.125,
+          credential_fingerprint: 'fp-other',
         }),
-        row(3, {
+        row(3, { model: 'gpt-9', ...tokens(3, 0, 0, 2), cost_usd: null, price_source: 'unpriced: x' }),
+        row(4, {
           provider: 'anthropic',
           model: 'claude-sonnet-4',
-          input_tokens: 7,
-          output_tokens: 8,
+          ...tokens(7, 2, 3, 8),
           cost_usd: 1,
+          credential_fingerprint: null,
         }),
-        row(4, { provider: 'azure', model: 'gpt-4o', cost_usd: 9 }), // not a provider asked for
+        row(5, { provider: 'azure', model: 'gpt-4o', cost_usd: 9 }), // not a provider asked for
         row(86_400, { model: 'gpt-4o', cost_usd: 100 }), // the next day: outside
       ]);
       const from = new Date(at).toISOString();
       const to = new Date(at + 86_400_000).toISOString();
+      const group = (
+        provider: string,
+        model: string,
+        credential_fingerprint: string | null,
+        requests: number,
+        t: ReturnType<typeof tokens>,
+        cost_usd: number,
+        unpriced_requests: number,
+        partial_requests: number,
+      ) => ({
+        provider,
+        model,
+        credential_fingerprint,
+        requests,
+        ...t,
+        cost_usd,
+        unpriced_requests,
+        partial_requests,
+      });
       expect(await log.loggedCosts(from, to, ['openai', 'anthropic'])).toEqual([
-        {
-          provider: 'anthropic',
-          model: 'claude-sonnet-4',
-          requests: 1,
-          input_tokens: 7,
-          output_tokens: 8,
-          cost_usd: 1,
-          unpriced_requests: 0,
-          partial_requests: 0,
-        },
-        {
-          provider: 'openai',
-          model: 'gpt-4o',
-          requests: 2,
-          input_tokens: 30,
-          output_tokens: 6,
-          cost_usd: 0.75,
-          unpriced_requests: 0,
-          partial_requests: 1,
-        },
-        {
-          provider: 'openai',
-          model: 'gpt-9',
-          requests: 1,
-          input_tokens: 3,
-          output_tokens: 2,
-          cost_usd: 0,
-          unpriced_requests: 1,
-          partial_requests: 0,
-        },
+        group('anthropic', 'claude-sonnet-4', null, 1, tokens(7, 2, 3, 8), 1, 0, 0),
+        group('openai', 'gpt-4o', 'fp-abc', 2, tokens(30, 10, 0, 6), 0.75, 0, 1),
+        group('openai', 'gpt-4o', 'fp-other', 1, tokens(4, 0, 0, 4), 0.125, 0, 0),
+        group('openai', 'gpt-9', 'fp-abc', 1, tokens(3, 0, 0, 2), 0, 1, 0),
       ]);
       expect(await log.loggedCosts(from, to, [])).toEqual([]);
     });

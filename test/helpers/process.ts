@@ -23,8 +23,16 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+): Promise<CliResult> {
   const child = spawn(process.execPath, [...ENTRY, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+  // Standard input ends at once (with `input` first): a command that reads it never waits for a terminal.
+  // A command that exits without reading it may close the pipe first: not an error of the test's.
+  child.stdin.on('error', () => {});
+  child.stdin.end(input ?? '');
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

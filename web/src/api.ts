@@ -419,6 +419,18 @@ export const api = {
     call<{ deliveries: AlertDelivery[] }>('GET', `/orgs/${encodeURIComponent(org)}/alert-deliveries`),
   signupPolicy: () => call<SignupPolicy>('GET', '/settings/signup'),
   reconcile: (day: string) => call<Reconciliation>('GET', '/reconcile', undefined, { day }),
+  linkProviderKey: (provider: string, apiKeyId: string, fingerprint: string) =>
+    call<{ provider: string; api_key_id: string; fingerprint: string }>(
+      'PUT',
+      `/reconcile/links/${encodeURIComponent(provider)}/${encodeURIComponent(apiKeyId)}`,
+      { fingerprint },
+    ),
+  unlinkProviderKey: (provider: string, apiKeyId: string) =>
+    call<void>(
+      'DELETE',
+      `/reconcile/links/${encodeURIComponent(provider)}/${encodeURIComponent(apiKeyId)}`,
+      {},
+    ),
   setSignupPolicy: (mode: SignupMode) => call<SignupPolicy>('POST', '/settings/signup', { mode }),
   previewInvite: (token: string) =>
     call<{ org: { name: string }; role: OrgRole; expires_at: string }>('POST', '/invites/preview', { token }),

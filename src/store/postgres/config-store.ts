@@ -16,6 +16,7 @@ import type {
   BudgetPeriod,
   ConfigStore,
   CredentialLabel,
+  ProviderKeyLink,
   KeyChanges,
   KeyLimits,
   InviteRecord,
@@ -745,6 +746,33 @@ export class PgConfigStore implements ConfigStore {
       `INSERT INTO credential_labels (account_id, fingerprint, label, updated_at) VALUES ($1, $2, $3, now())
        ON CONFLICT (account_id, fingerprint) DO UPDATE SET label = excluded.label, updated_at = excluded.updated_at`,
       [accountId, fingerprint, label],
+    );
+  }
+
+  async listProviderKeyLinks(): Promise<ProviderKeyLink[]> {
+    const { rows } = await this.pool.query<Row>(
+      'SELECT provider, api_key_id, fingerprint, created_at FROM provider_key_links ORDER BY provider, api_key_id',
+    );
+    return rows.map((r) => ({
+      provider: r.provider as string,
+      api_key_id: r.api_key_id as string,
+      fingerprint: r.fingerprint as string,
+      created_at: isoOrNull(r.created_at)!,
+    }));
+  }
+
+  async setProviderKeyLink(provider: string, apiKeyId: string, fingerprint: string | null): Promise<void> {
+    if (fingerprint === null) {
+      await this.pool.query('DELETE FROM provider_key_links WHERE provider = $1 AND api_key_id = $2', [
+        provider,
+        apiKeyId,
+      ]);
+      return;
+    }
+    await this.pool.query(
+      `INSERT INTO provider_key_links (provider, api_key_id, fingerprint, created_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (provider, api_key_id) DO UPDATE SET fingerprint = excluded.fingerprint, created_at = excluded.created_at`,
+      [provider, apiKeyId, fingerprint],
     );
   }
 

@@ -39,6 +39,7 @@ import {
 import { PROVIDER_NAME } from '../../providers/ids.js';
 import { toIso } from '../time.js';
 import {
+  LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
   type BreakdownBy,
@@ -383,8 +384,8 @@ export class PgLogStore implements LogStore {
     const { rows } = await this.pool.query<Record<keyof LoggedCostRow, string | number | null>>(
       `SELECT ${LOGGED_COST_SQL} FROM requests
        WHERE id >= $1 AND id < $2 AND created_at >= $3 AND created_at < $4 AND provider = ANY($5::text[])
-       GROUP BY provider, model ORDER BY cost_usd DESC, provider, model LIMIT $6`,
-      [idsFrom(from), idsBefore(to), toIso(from), toIso(to), [...providers], PRICING_GAP_GROUPS],
+       GROUP BY 1, 2, 3 ORDER BY cost_usd DESC, 1, 2, 3 LIMIT $6`,
+      [idsFrom(from), idsBefore(to), toIso(from), toIso(to), [...providers], LOGGED_COST_GROUPS],
     );
     return rows.map(toLoggedCost);
   }

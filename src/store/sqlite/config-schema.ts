@@ -376,4 +376,19 @@ export const CONFIG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX alert_deliveries_org ON alert_deliveries(org_id, id);
     `,
   },
+  {
+    version: 19,
+    name: 'provider key links',
+    // The install owner's tie of a provider's API key id (its usage report's api_key_id) to a credential
+    // keyrelay saw, by the credential's keyed fingerprint: never the credential nor any part of it.
+    sql: `
+      CREATE TABLE provider_key_links (
+        provider TEXT NOT NULL,
+        api_key_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (provider, api_key_id)
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
 ];

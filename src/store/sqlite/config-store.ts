@@ -18,6 +18,7 @@ import type {
   AuditFilter,
   ConfigStore,
   CredentialLabel,
+  ProviderKeyLink,
   KeyChanges,
   KeyLimits,
   InviteRecord,
@@ -680,6 +681,26 @@ export class SqliteConfigStore implements ConfigStore {
       `INSERT INTO credential_labels (account_id, fingerprint, label, updated_at) VALUES (?, ?, ?, ?)
        ON CONFLICT (account_id, fingerprint) DO UPDATE SET label = excluded.label, updated_at = excluded.updated_at`,
     ).run(accountId, fingerprint, label, new Date().toISOString());
+  }
+
+  async listProviderKeyLinks(): Promise<ProviderKeyLink[]> {
+    return this.stmt<[], ProviderKeyLink>(
+      'SELECT provider, api_key_id, fingerprint, created_at FROM provider_key_links ORDER BY provider, api_key_id',
+    ).all();
+  }
+
+  async setProviderKeyLink(provider: string, apiKeyId: string, fingerprint: string | null): Promise<void> {
+    if (fingerprint === null) {
+      this.stmt('DELETE FROM provider_key_links WHERE provider = ? AND api_key_id = ?').run(
+        provider,
+        apiKeyId,
+      );
+      return;
+    }
+    this.stmt(
+      `INSERT INTO provider_key_links (provider, api_key_id, fingerprint, created_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (provider, api_key_id) DO UPDATE SET fingerprint = excluded.fingerprint, created_at = excluded.created_at`,
+    ).run(provider, apiKeyId, fingerprint, new Date().toISOString());
   }
 
   async createApiToken(t: Omit<ApiTokenRecord, 'revoked_at'> & { hash: string }): Promise<void> {

@@ -40,6 +40,7 @@ import {
 import { PROVIDER_NAME } from '../../providers/ids.js';
 import { toIso } from '../time.js';
 import {
+  LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
   type BreakdownBy,
@@ -417,8 +418,9 @@ export class SqliteLogStore implements LogStore {
       `SELECT ${LOGGED_COST_SQL} FROM requests
        WHERE id >= ? AND id < ? AND created_at >= ? AND created_at < ?
          AND provider IN (${providers.map(() => '?').join(', ')})
-       GROUP BY provider, model ORDER BY cost_usd DESC, provider, model LIMIT ?`,
-    ).all(idsFrom(from), idsBefore(to), toIso(from), toIso(to), ...providers, PRICING_GAP_GROUPS);
+       GROUP BY provider, model, credential_fingerprint
+       ORDER BY cost_usd DESC, provider, model, credential_fingerprint LIMIT ?`,
+    ).all(idsFrom(from), idsBefore(to), toIso(from), toIso(to), ...providers, LOGGED_COST_GROUPS);
     return rows.map(toLoggedCost);
   }
 

@@ -3,6 +3,7 @@ import { Badge } from '../components/badge.js';
 import { PageHeader } from '../components/page-header.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { formatCost, formatNumber } from '../lib/format.js';
+import { KeysTable, TokenLines, TokenTotals } from './reconcile-tokens.js';
 import { useAsync } from '../lib/use-async.js';
 import { Link, navigate, useLocation } from '../router.js';
 
@@ -24,7 +25,6 @@ function signed(usd: number): string {
 
 type ProviderView = Reconciliation['providers'][number];
 type ModelView = ProviderView['models'][number];
-
 /** An unknown cost reads "unpriced", never $0; a known part with unpriced calls besides says both. */
 function KeyrelayCost({ k }: { k: ModelView['keyrelay'] }) {
   if (k.requests > 0 && k.unpriced_requests === k.requests) return <span className="muted">unpriced</span>;
@@ -36,7 +36,7 @@ function KeyrelayCost({ k }: { k: ModelView['keyrelay'] }) {
   );
 }
 
-function ProviderCard({ p }: { p: ProviderView }) {
+function ProviderCard({ p, onChanged }: { p: ProviderView; onChanged: () => void }) {
   const label = PROVIDER_LABELS[p.provider] ?? p.provider;
   return (
     <section className="card section" aria-labelledby={`rec-${p.provider}`}>
@@ -69,68 +69,88 @@ function ProviderCard({ p }: { p: ProviderView }) {
           Could not read the bill: {p.error}
         </div>
       )}
+      {p.usage_error && (
+        <div className="form-error" role="alert">
+          Could not read the usage report: {p.usage_error}
+        </div>
+      )}
+      {p.tokens.length > 0 && <TokenTotals label={label} tokens={p.tokens} />}
       {p.models.length === 0 ? (
         <p className="muted">No calls logged and nothing billed this day.</p>
       ) : (
-        <div className="table-wrap">
-          <table className="table table-stack" aria-label={`${label}: keyrelay beside the bill, by model`}>
-            <thead>
-              <tr>
-                <th scope="col">Model</th>
-                <th scope="col" className="num">
-                  Calls
-                </th>
-                <th scope="col" className="num">
-                  keyrelay
-                </th>
-                <th scope="col" className="num">
-                  Billed
-                </th>
-                <th scope="col" className="num">
-                  Difference
-                </th>
-                <th scope="col">Where it comes from</th>
-              </tr>
-            </thead>
-            <tbody>
-              {p.models.map((m) => (
-                <tr key={m.model ?? '(none)'}>
-                  <td className="stack-title">
-                    {m.model ? (
-                      <code className="nowrap">{m.model}</code>
-                    ) : (
-                      <span className="muted">Not tied to a model</span>
-                    )}
-                  </td>
-                  <td className="num" data-label="Calls">
-                    {formatNumber(m.keyrelay.requests)}
-                  </td>
-                  <td className="num nowrap" data-label="keyrelay">
-                    <KeyrelayCost k={m.keyrelay} />
-                  </td>
-                  <td className="num nowrap" data-label="Billed">
-                    {p.error ? '—' : formatCost(m.provider.cost_usd)}
-                  </td>
-                  <td className="num nowrap" data-label="Difference">
-                    {p.error ? '—' : signed(m.difference_usd)}
-                  </td>
-                  <td data-label="Why">
-                    {m.reasons.length === 0 ? (
-                      <span className="muted small">{p.error ? '' : 'Agrees'}</span>
-                    ) : (
-                      <ul className="reconcile-reasons small">
-                        {m.reasons.map((r) => (
-                          <li key={r}>{r}</li>
-                        ))}
-                      </ul>
-                    )}
-                  </td>
+        <>
+          <h3 className="reconcile-sub">By model</h3>
+          <div className="table-wrap">
+            <table className="table table-stack" aria-label={`${label}: keyrelay beside the bill, by model`}>
+              <thead>
+                <tr>
+                  <th scope="col">Model</th>
+                  <th scope="col" className="num">
+                    Calls
+                  </th>
+                  <th scope="col" className="num">
+                    keyrelay
+                  </th>
+                  <th scope="col" className="num">
+                    Billed
+                  </th>
+                  <th scope="col" className="num">
+                    Difference
+                  </th>
+                  {!p.usage_error && <th scope="col">Tokens (keyrelay / {label})</th>}
+                  <th scope="col">Where it comes from</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+              </thead>
+              <tbody>
+                {p.models.map((m) => (
+                  <tr key={m.model ?? '(none)'}>
+                    <td className="stack-title">
+                      {m.model ? (
+                        <code className="nowrap">{m.model}</code>
+                      ) : (
+                        <span className="muted">Not tied to a model</span>
+                      )}
+                    </td>
+                    <td className="num" data-label="Calls">
+                      {formatNumber(m.keyrelay.requests)}
+                    </td>
+                    <td className="num nowrap" data-label="keyrelay">
+                      <KeyrelayCost k={m.keyrelay} />
+                    </td>
+                    <td className="num nowrap" data-label="Billed">
+                      {p.error ? '—' : formatCost(m.provider.cost_usd)}
+                    </td>
+                    <td className="num nowrap" data-label="Difference">
+                      {p.error ? '—' : signed(m.difference_usd)}
+                    </td>
+                    {!p.usage_error && (
+                      <td data-label="Tokens">
+                        {m.tokens.length === 0 || m.model === null ? (
+                          <span className="muted small">—</span>
+                        ) : (
+                          <TokenLines tokens={m.tokens} />
+                        )}
+                      </td>
+                    )}
+                    <td data-label="Why">
+                      {m.reasons.length === 0 ? (
+                        <span className="muted small">{p.error ? '' : 'Agrees'}</span>
+                      ) : (
+                        <ul className="reconcile-reasons small">
+                          {m.reasons.map((r) => (
+                            <li key={r}>{r}</li>
+                          ))}
+                        </ul>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
       )}
+      {p.keys.length > 0 && <KeysTable p={p} label={label} onChanged={onChanged} />}
     </section>
   );
 }
@@ -150,7 +170,7 @@ export function ReconcilePage() {
     <>
       <PageHeader
         title="Provider bills"
-        description="keyrelay's logged cost for a day (UTC) beside OpenAI's and Anthropic's own cost reports, by model. Difference = bill − keyrelay."
+        description="keyrelay's logged cost and tokens for a day (UTC) beside OpenAI's and Anthropic's own cost and usage reports, by model and API key. Difference = provider − keyrelay."
         actions={
           <label className="reconcile-day">
             <span className="muted small">Day</span>
@@ -187,7 +207,7 @@ export function ReconcilePage() {
             </EmptyState>
           )}
           {r.providers.map((p) => (
-            <ProviderCard key={p.provider} p={p} />
+            <ProviderCard key={p.provider} p={p} onChanged={result.reload} />
           ))}
           {r.providers.length > 0 &&
             r.not_configured.map((p) => (
