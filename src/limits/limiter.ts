@@ -33,6 +33,7 @@ import { MINUTE_MS, secondsUntil } from './periods.js';
 import { readRateStatus } from './rate-status.js';
 import { budgetRefusal, forbidden, perEndUser, rateRefusal, unpricedRefusal } from './refusals.js';
 import { endUserKey, splitEndUserKeyId } from './end-users.js';
+import { memberKey, splitMemberKeyId, type MemberSpendSince } from './members.js';
 
 export type { Admission, Hold, Limits } from './types.js';
 
@@ -42,6 +43,8 @@ const budgetRoom = (s: SpendState, budgetUsd: number) =>
 
 export interface LimiterOptions {
   spendSince: LogStore['spendSince'];
+  /** A member's spend across their keys (members.ts); without it, a member's budget counts from zero. */
+  memberSpendSince?: MemberSpendSince;
   shared?: SharedCounters | null;
   /** Shared reservations and in-flight slots (Redis); null: this instance's own. */
   holds?: SharedHolds | null;
@@ -79,6 +82,7 @@ const bareHold = (keyId: string, window: number): Hold => ({
   leased: 0,
   settled: false,
   user: null,
+  member: null,
 });
 
 export class KeyLimiter implements Limits {
@@ -105,8 +109,11 @@ export class KeyLimiter implements Limits {
     this.defaultOutputTokens = opts.defaultOutputTokens ?? DEFAULT_OUTPUT_TOKENS;
     this.rate = new RateCounters(this.shared !== null);
     this.tpm = new RateCounters(this.shared !== null);
-    // An end user's spend is that end user's rows of the key (end-users.ts).
+    // An end user's spend is that end user's rows of the key (end-users.ts); a member's, their keys' rows.
+    const memberSpend = opts.memberSpendSince ?? (() => Promise.resolve(0));
     const spendSince = (id: string, since: string) => {
+      const member = splitMemberKeyId(id);
+      if (member) return memberSpend(member.orgId, member.accountId, since);
       const user = splitEndUserKeyId(id);
       return user ? opts.spendSince(user.keyId, since, user.endUser) : opts.spendSince(id, since);
     };
@@ -128,6 +135,27 @@ export class KeyLimiter implements Limits {
   }
 
   check(key: KeyRecord, provider: Provider, model: string | null, method?: string): ProxyError | null {
+    const refused = this.checkKey(key, provider, model, method);
+    if (refused !== null) return refused;
+    const member = memberKey(key);
+    if (member === null) return null;
+    const theirs = this.checkKey(member, provider, model, method);
+    // Refused by the member's limits: the key's rpm does not count it.
+    if (
+      theirs !== null &&
+      key.rate_limit_rpm != null &&
+      (key.rate_limit_scope === 'all' || !isRpmExempt(method ?? 'GET', ''))
+    )
+      this.rate.adjust(key.id, Math.floor(this.now() / MINUTE_MS), -1, this.now());
+    return theirs;
+  }
+
+  private checkKey(
+    key: KeyRecord,
+    provider: Provider,
+    model: string | null,
+    method?: string,
+  ): ProxyError | null {
     if (
       key.allowed_providers == null &&
       key.allowed_models == null &&
@@ -164,33 +192,57 @@ export class KeyLimiter implements Limits {
     endUser: string | null = null,
   ): Admission | Promise<Admission> {
     const user = endUser === null ? null : endUserKey(key, endUser);
-    if (user === null) return this.admitKey(key, provider, info, method);
-    // What the key may not do at all is refused as such, whatever the end user's counts.
+    const member = memberKey(key);
+    if (user === null && member === null) return this.admitKey(key, provider, info, method);
+    // What the key may not do at all is refused as such, whatever the end user's or member's counts.
     const refused = refusedModel(key, provider, info, method);
     if (refused !== undefined) return forbidden(key, provider, refused);
-    const window = Math.floor(this.now() / MINUTE_MS);
-    const both = (u: Admission): Admission | Promise<Admission> => {
-      if (u instanceof ProxyError) return u;
-      // Always a hold, even with nothing held: settling it counts the cost against the end user's budget.
-      const userHold = u ?? bareHold(user.id, window);
-      const own = this.admitKey(key, provider, info, method);
-      const join = (a: Admission): Admission => {
-        if (a instanceof ProxyError) {
-          this.settle(userHold, null);
-          // A refused request does not count against the end user's rate, as it does not against the key's.
-          const counted = user.rate_limit_scope === 'all' || !isRpmExempt(method, info.path);
-          if (user.rate_limit_rpm != null && counted)
-            this.rate.adjust(user.id, userHold.window, -1, this.now());
-          return a;
-        }
-        const hold = a ?? bareHold(key.id, window);
-        hold.user = userHold;
-        return hold;
-      };
-      return own instanceof Promise ? own.then(join) : join(own);
+    // The narrowest first: the end user's caps, the key's own limits, the member's across their keys. Each
+    // is a key of its own; the first to refuse answers, and what the others took is given back.
+    const levels: KeyRecord[] = [];
+    if (user) levels.push(user);
+    levels.push(key);
+    if (member) levels.push(member);
+    return this.admitLevels(levels, [], provider, info, method, Math.floor(this.now() / MINUTE_MS), {
+      user: user !== null,
+      member: member !== null,
+    });
+  }
+
+  private admitLevels(
+    levels: readonly KeyRecord[],
+    holds: Hold[],
+    provider: Provider,
+    info: RequestInfo,
+    method: string,
+    window: number,
+    has: { user: boolean; member: boolean },
+  ): Admission | Promise<Admission> {
+    if (holds.length === levels.length) {
+      const own = holds[has.user ? 1 : 0]!;
+      if (has.user) own.user = holds[0]!;
+      if (has.member) own.member = holds[holds.length - 1]!;
+      return own;
+    }
+    const level = levels[holds.length]!;
+    const next = (a: Admission): Admission | Promise<Admission> => {
+      if (a instanceof ProxyError) {
+        const now = this.now();
+        holds.forEach((h, i) => {
+          this.settle(h, null);
+          // A refused request does not count against the others' rates, as it does not against the refuser's.
+          const l = levels[i]!;
+          if (l.rate_limit_rpm != null && (l.rate_limit_scope === 'all' || !isRpmExempt(method, info.path)))
+            this.rate.adjust(l.id, h.window, -1, now);
+        });
+        return a;
+      }
+      // Always a hold, even with nothing held: settling it counts the cost against that level's budget.
+      holds.push(a ?? bareHold(level.id, window));
+      return this.admitLevels(levels, holds, provider, info, method, window, has);
     };
-    const admitted = this.admitKey(user, provider, info, method);
-    return admitted instanceof Promise ? admitted.then(both) : both(admitted);
+    const admitted = this.admitKey(level, provider, info, method);
+    return admitted instanceof Promise ? admitted.then(next) : next(admitted);
   }
 
   private admitKey(
@@ -239,7 +291,7 @@ export class KeyLimiter implements Limits {
     let nanos = 0;
     if (hard && cls !== 'free') {
       if (bound?.nanos == null) {
-        if (key.budget_unpriced === 'refuse') return unpricedRefusal(info.model, path);
+        if (key.budget_unpriced === 'refuse') return unpricedRefusal(info.model, path, key);
       } else nanos = bound.nanos;
     }
     const window = Math.floor(now / MINUTE_MS);
@@ -292,6 +344,12 @@ export class KeyLimiter implements Limits {
       const user = hold.user;
       hold.user = null;
       this.settle(user, row && { ...row, key_id: user.keyId, end_user: null });
+    }
+    if (hold.member) {
+      // The member's counts too: the row's cost goes to the member's budget across their keys.
+      const member = hold.member;
+      hold.member = null;
+      this.settle(member, row && { ...row, key_id: member.keyId, end_user: null });
     }
     const now = this.now();
     if (hold.tpm) {
