@@ -303,10 +303,7 @@ export class PgConfigStore implements ConfigStore {
   }
 
   async getKeyByHash(hash: string): Promise<KeyRecord | null> {
-    const [r] = await this.rows(
-      `SELECT ${KEY_COLUMNS_K}, ${MEMBER_LIMIT_JOIN} WHERE k.hash = $1`,
-      [hash],
-    );
+    const [r] = await this.rows(`SELECT ${KEY_COLUMNS_K}, ${MEMBER_LIMIT_JOIN} WHERE k.hash = $1`, [hash]);
     if (!r) return null;
     const m = toMemberLimits({
       rate_limit_rpm: r.m_rpm,
