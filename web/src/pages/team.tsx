@@ -8,9 +8,11 @@ import { api, currentOrg, setCurrentOrg, type Membership, type OrgRole, type Org
 import { Badge } from '../components/badge.js';
 import { CopyButton } from '../components/copy-button.js';
 import { Dialog } from '../components/dialog.js';
+import { MemberLimitsDialog } from '../components/member-limits-dialog.js';
 import { PageHeader } from '../components/page-header.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { formatDate, formatRelative } from '../lib/format.js';
+import { formatBudget } from '../lib/limits.js';
 import { useAction } from '../lib/use-action.js';
 import { useAsync } from '../lib/use-async.js';
 import { useSession } from '../session.js';
@@ -25,6 +27,18 @@ const ROLE_TEXT: Record<OrgRole, string> = {
   viewer: 'Viewer',
 };
 const manages = (r: OrgRole) => r === 'owner' || r === 'admin';
+
+/** A member's limits across their keys in a few words, e.g. "60 rpm · $25/day (hard)"; null without any. */
+function limitsSummary(m: Membership): string | null {
+  const l = m.limits;
+  const parts: string[] = [];
+  if (l.rate_limit_rpm !== null) parts.push(`${l.rate_limit_rpm.toLocaleString('en-US')} rpm`);
+  if (l.budget_usd !== null)
+    parts.push(
+      `${formatBudget(l.budget_usd)}/${l.budget_period ?? 'month'}${l.budget_mode === 'hard' ? ' (hard)' : ''}`,
+    );
+  return parts.length > 0 ? parts.join(' · ') : null;
+}
 
 /** The organization the console is in: the stored pick if the account is still a member, else the personal one. */
 export function pickOrg(orgs: OrgView[]): OrgView | undefined {
@@ -233,6 +247,7 @@ function Members({ org }: { org: OrgView }) {
   const { account } = useSession();
   const members = useAsync(() => api.listMembers(org.id), [org.id]);
   const [removing, setRemoving] = useState<Membership | null>(null);
+  const [limiting, setLimiting] = useState<Membership | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   const canManage = manages(org.role);
 
@@ -259,6 +274,7 @@ function Members({ org }: { org: OrgView }) {
               <th scope="col">Email</th>
               <th scope="col">Role</th>
               <th scope="col">Joined</th>
+              <th scope="col">Limits</th>
               <th scope="col">
                 <span className="sr-only">Actions</span>
               </th>
@@ -292,7 +308,18 @@ function Members({ org }: { org: OrgView }) {
                     )}
                   </td>
                   <td data-label="Joined">{formatDate(m.created_at)}</td>
+                  <td data-label="Limits">{limitsSummary(m) ?? <span className="muted">None</span>}</td>
                   <td className="actions-cell">
+                    {editable && (
+                      <button
+                        type="button"
+                        className="btn btn-ghost btn-xs"
+                        aria-label={`Limits of ${m.email}`}
+                        onClick={() => setLimiting(m)}
+                      >
+                        Limits
+                      </button>
+                    )}
                     {editable && m.account_id !== account.id && (
                       <button
                         type="button"
@@ -310,6 +337,12 @@ function Members({ org }: { org: OrgView }) {
           </tbody>
         </table>
       </div>
+      <MemberLimitsDialog
+        org={org.id}
+        member={limiting}
+        onClose={() => setLimiting(null)}
+        onSaved={members.reload}
+      />
       <RemoveDialog
         org={org}
         member={removing}
