@@ -9,7 +9,8 @@
  *   (`redis-counters.ts`), holds taken by one script across instances (`redis-holds.ts`, `holds.ts`), and
  *   hard-budget leases (`leases.ts`).
  * - `end-users.ts`: a key's caps per end user as a key of their own, counted by everything above;
- *   `members.ts`: a member's limits across their keys, the same way.
+ *   `members.ts`: a member's limits across their keys, the same way; `levels.ts` admits a request held to
+ *   several of them (end user, key, member) and makes holds.
  * - Beside them: what the console and CLI show of a key's budget and rates (`budget-status.ts`,
  *   `rate-status.ts`), the request's cost bound (`bound.ts`), allow-lists (`access.ts`), the refusals
  *   (`refusals.ts`), UTC periods (`periods.ts`), settings validation (`settings.ts`), and the WebSocket's

@@ -15,13 +15,12 @@
  * A key's caps per end user are admitted first, as a key of their own (end-users.ts), then the key's own
  * limits; the request's hold carries the end user's, settled with it.
  */
-import { randomBytes } from 'node:crypto';
 import { ProxyError } from '../errors.js';
 import type { Provider, RequestLogRow } from '../types.js';
 import type { KeyRateStatus, KeyRecord, LogStore } from '../store/types.js';
 import type { RequestInfo } from '../metering/index.js';
 import { isRequestAllowed, refusedModel } from './access.js';
-import { fittedBound, isRpmExempt, requestClass } from './bound.js';
+import { countsRpm, fittedBound, requestClass } from './bound.js';
 import { LocalHolds } from './local/holds.js';
 import { RateCounters } from './local/rate.js';
 import { SpendLedger, toNanos, type SpendState } from './local/spend.js';
@@ -32,8 +31,9 @@ import type { Admission, Hold, Limits } from './types.js';
 import { MINUTE_MS, secondsUntil } from './periods.js';
 import { readRateStatus } from './rate-status.js';
 import { budgetRefusal, forbidden, perEndUser, rateRefusal, unpricedRefusal } from './refusals.js';
-import { endUserKey, splitEndUserKeyId } from './end-users.js';
-import { memberKey, splitMemberKeyId, type MemberSpendSince } from './members.js';
+import { endUserKey } from './end-users.js';
+import { memberKey, type MemberSpendSince } from './members.js';
+import { admitLevels, bareHold, HOLD_PREFIX, levelSpendSince } from './levels.js';
 
 export type { Admission, Hold, Limits } from './types.js';
 
@@ -62,28 +62,7 @@ export const DEFAULT_SYNC_MS = 200;
 export const DEFAULT_OUTPUT_TOKENS = 4096;
 /** A crashed instance's holds lapse within a minute; a live one refreshes every third of it. */
 export const DEFAULT_HOLD_TTL_MS = 60_000;
-/** Hold ids: unique per instance by a random prefix, cheaper than a UUID per request. */
-const HOLD_PREFIX = `${randomBytes(6).toString('base64url')}.`;
-let holdSeq = 0;
 const SWEEP_MS = 30_000;
-
-/** A hold of nothing: what carries an end user's hold, or counts its cost, when no limit holds anything. */
-const bareHold = (keyId: string, window: number): Hold => ({
-  id: `${HOLD_PREFIX}${++holdSeq}`,
-  keyId,
-  tokens: 0,
-  window,
-  tpm: false,
-  nanos: 0,
-  spend: null,
-  slot: false,
-  shared: false,
-  lease: null,
-  leased: 0,
-  settled: false,
-  user: null,
-  member: null,
-});
 
 export class KeyLimiter implements Limits {
   private readonly rate: RateCounters;
@@ -109,15 +88,7 @@ export class KeyLimiter implements Limits {
     this.defaultOutputTokens = opts.defaultOutputTokens ?? DEFAULT_OUTPUT_TOKENS;
     this.rate = new RateCounters(this.shared !== null);
     this.tpm = new RateCounters(this.shared !== null);
-    // An end user's spend is that end user's rows of the key (end-users.ts); a member's, their keys' rows.
-    const memberSpend = opts.memberSpendSince ?? (() => Promise.resolve(0));
-    const spendSince = (id: string, since: string) => {
-      const member = splitMemberKeyId(id);
-      if (member) return memberSpend(member.orgId, member.accountId, since);
-      const user = splitEndUserKeyId(id);
-      return user ? opts.spendSince(user.keyId, since, user.endUser) : opts.spendSince(id, since);
-    };
-    this.spend = new SpendLedger(spendSince, (err) =>
+    this.spend = new SpendLedger(levelSpendSince(opts.spendSince, opts.memberSpendSince), (err) =>
       this.onError(err, 'budget spend could not be loaded; retrying'),
     );
     this.local = new LocalHolds(this.now);
@@ -141,11 +112,7 @@ export class KeyLimiter implements Limits {
     if (member === null) return null;
     const theirs = this.checkKey(member, provider, model, method);
     // Refused by the member's limits: the key's rpm does not count it.
-    if (
-      theirs !== null &&
-      key.rate_limit_rpm != null &&
-      (key.rate_limit_scope === 'all' || !isRpmExempt(method ?? 'GET', ''))
-    )
+    if (theirs !== null && countsRpm(key, method ?? 'GET', ''))
       this.rate.adjust(key.id, Math.floor(this.now() / MINUTE_MS), -1, this.now());
     return theirs;
   }
@@ -171,10 +138,10 @@ export class KeyLimiter implements Limits {
       const wait = this.spend.exceeded(key.id, key.budget_usd, period, now);
       if (wait !== null) return budgetRefusal(key, period, wait);
     }
-    if (key.rate_limit_rpm != null && (key.rate_limit_scope === 'all' || !isRpmExempt(method ?? 'GET', ''))) {
-      const wait = this.rate.admit(key.id, key.rate_limit_rpm, now);
+    if (countsRpm(key, method ?? 'GET', '')) {
+      const wait = this.rate.admit(key.id, key.rate_limit_rpm!, now);
       if (wait !== null) {
-        return rateRefusal(`${key.rate_limit_rpm} requests`, wait);
+        return rateRefusal(`${key.rate_limit_rpm} requests${perEndUser(key)}`, wait);
       }
     }
     return null;
@@ -203,46 +170,22 @@ export class KeyLimiter implements Limits {
     if (user) levels.push(user);
     levels.push(key);
     if (member) levels.push(member);
-    return this.admitLevels(levels, [], provider, info, method, Math.floor(this.now() / MINUTE_MS), {
-      user: user !== null,
-      member: member !== null,
-    });
-  }
-
-  private admitLevels(
-    levels: readonly KeyRecord[],
-    holds: Hold[],
-    provider: Provider,
-    info: RequestInfo,
-    method: string,
-    window: number,
-    has: { user: boolean; member: boolean },
-  ): Admission | Promise<Admission> {
-    if (holds.length === levels.length) {
-      const own = holds[has.user ? 1 : 0]!;
-      if (has.user) own.user = holds[0]!;
-      if (has.member) own.member = holds[holds.length - 1]!;
-      return own;
-    }
-    const level = levels[holds.length]!;
-    const next = (a: Admission): Admission | Promise<Admission> => {
-      if (a instanceof ProxyError) {
-        const now = this.now();
-        holds.forEach((h, i) => {
-          this.settle(h, null);
-          // A refused request does not count against the others' rates, as it does not against the refuser's.
-          const l = levels[i]!;
-          if (l.rate_limit_rpm != null && (l.rate_limit_scope === 'all' || !isRpmExempt(method, info.path)))
-            this.rate.adjust(l.id, h.window, -1, now);
-        });
-        return a;
-      }
-      // Always a hold, even with nothing held: settling it counts the cost against that level's budget.
-      holds.push(a ?? bareHold(level.id, window));
-      return this.admitLevels(levels, holds, provider, info, method, window, has);
+    const window = Math.floor(this.now() / MINUTE_MS);
+    const ops = {
+      window,
+      admit: (level: KeyRecord) => this.admitKey(level, provider, info, method),
+      release: (level: KeyRecord, hold: Hold) => {
+        this.settle(hold, null);
+        // A refused request does not count against the others' rates, as it does not against the refuser's.
+        if (countsRpm(level, method, info.path)) this.rate.adjust(level.id, hold.window, -1, this.now());
+      },
     };
-    const admitted = this.admitKey(level, provider, info, method);
-    return admitted instanceof Promise ? admitted.then(next) : next(admitted);
+    return admitLevels(levels, ops, (holds) => {
+      const own = holds[user ? 1 : 0]!;
+      if (user) own.user = holds[0]!;
+      if (member) own.member = holds[holds.length - 1]!;
+      return own;
+    });
   }
 
   private admitKey(
@@ -304,8 +247,8 @@ export class KeyLimiter implements Limits {
       tokens = amount;
     }
     let counted = false;
-    if (key.rate_limit_rpm != null && (key.rate_limit_scope === 'all' || !isRpmExempt(method, path))) {
-      const wait = this.rate.admit(key.id, key.rate_limit_rpm, now);
+    if (countsRpm(key, method, path)) {
+      const wait = this.rate.admit(key.id, key.rate_limit_rpm!, now);
       if (wait !== null) {
         this.tpm.adjust(key.id, window, -tokens, now);
         return rateRefusal(`${key.rate_limit_rpm} requests${perEndUser(key)}`, wait);
