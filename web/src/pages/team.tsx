@@ -310,26 +310,28 @@ function Members({ org }: { org: OrgView }) {
                   <td data-label="Joined">{formatDate(m.created_at)}</td>
                   <td data-label="Limits">{limitsSummary(m) ?? <span className="muted">None</span>}</td>
                   <td className="actions-cell">
-                    {editable && (
-                      <button
-                        type="button"
-                        className="btn btn-ghost btn-xs"
-                        aria-label={`Limits of ${m.email}`}
-                        onClick={() => setLimiting(m)}
-                      >
-                        Limits
-                      </button>
-                    )}
-                    {editable && m.account_id !== account.id && (
-                      <button
-                        type="button"
-                        className="btn btn-danger-ghost btn-xs"
-                        aria-label={`Remove ${m.email}`}
-                        onClick={() => setRemoving(m)}
-                      >
-                        Remove
-                      </button>
-                    )}
+                    <div className="row-actions">
+                      {editable && (
+                        <button
+                          type="button"
+                          className="btn btn-secondary btn-xs"
+                          aria-label={`Limits of ${m.email}`}
+                          onClick={() => setLimiting(m)}
+                        >
+                          Limits
+                        </button>
+                      )}
+                      {editable && m.account_id !== account.id && (
+                        <button
+                          type="button"
+                          className="btn btn-danger-ghost btn-xs"
+                          aria-label={`Remove ${m.email}`}
+                          onClick={() => setRemoving(m)}
+                        >
+                          Remove
+                        </button>
+                      )}
+                    </div>
                   </td>
                 </tr>
               );
