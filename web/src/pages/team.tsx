@@ -12,7 +12,7 @@ import { MemberLimitsDialog } from '../components/member-limits-dialog.js';
 import { PageHeader } from '../components/page-header.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { formatDate, formatRelative } from '../lib/format.js';
-import { formatBudget } from '../lib/limits.js';
+import { summarizeMemberLimits } from '../lib/limits.js';
 import { useAction } from '../lib/use-action.js';
 import { useAsync } from '../lib/use-async.js';
 import { useSession } from '../session.js';
@@ -27,18 +27,6 @@ const ROLE_TEXT: Record<OrgRole, string> = {
   viewer: 'Viewer',
 };
 const manages = (r: OrgRole) => r === 'owner' || r === 'admin';
-
-/** A member's limits across their keys in a few words, e.g. "60 rpm · $25/day (hard)"; null without any. */
-function limitsSummary(m: Membership): string | null {
-  const l = m.limits;
-  const parts: string[] = [];
-  if (l.rate_limit_rpm !== null) parts.push(`${l.rate_limit_rpm.toLocaleString('en-US')} rpm`);
-  if (l.budget_usd !== null)
-    parts.push(
-      `${formatBudget(l.budget_usd)}/${l.budget_period ?? 'month'}${l.budget_mode === 'hard' ? ' (hard)' : ''}`,
-    );
-  return parts.length > 0 ? parts.join(' · ') : null;
-}
 
 /** The organization the console is in: the stored pick if the account is still a member, else the personal one. */
 export function pickOrg(orgs: OrgView[]): OrgView | undefined {
@@ -308,7 +296,9 @@ function Members({ org }: { org: OrgView }) {
                     )}
                   </td>
                   <td data-label="Joined">{formatDate(m.created_at)}</td>
-                  <td data-label="Limits">{limitsSummary(m) ?? <span className="muted">None</span>}</td>
+                  <td data-label="Limits">
+                    {summarizeMemberLimits(m.limits) ?? <span className="muted">None</span>}
+                  </td>
                   <td className="actions-cell">
                     <div className="row-actions">
                       {editable && (
