@@ -24,6 +24,7 @@ import {
   KeyLimiter,
   type SharedCounters,
   type SharedHolds,
+  memberSpendSince,
 } from './limits/index.js';
 import { LOG_QUEUE_OPTIONS, LogQueue } from './log/queue.js';
 import { createRedisTailBus, LocalTailBus, type TailBus } from './log/tail.js';
@@ -157,6 +158,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   );
   const limits = new KeyLimiter({
     spendSince: (keyId, since, endUser) => logWriter.spendSince(keyId, since, endUser),
+    memberSpendSince: memberSpendSince(configStore, logWriter),
     shared: sharedCounters,
     holds: sharedHolds,
     onError: warn,

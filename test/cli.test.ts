@@ -111,6 +111,56 @@ describe('keyrelay CLI', () => {
       account_id: string;
     };
     expect(key.org_id).toBe(org.id);
+    // Limits across the member's keys: set, shown (as JSON and as text), cleared one by one; bad input refused.
+    const limited = (await json([
+      'members',
+      'limits',
+      '--org',
+      org.id,
+      '--email',
+      'dev@example.com',
+      '--rpm',
+      '30',
+      '--budget-usd',
+      '12.5',
+      '--budget-period',
+      'day',
+      '--budget-mode',
+      'hard',
+    ])) as { limits: unknown; budget: { spent_usd: number; budget_usd: number } };
+    expect(limited.limits).toEqual({
+      rate_limit_rpm: 30,
+      budget_usd: 12.5,
+      budget_period: 'day',
+      budget_mode: 'hard',
+    });
+    expect(limited.budget).toMatchObject({ spent_usd: 0, budget_usd: 12.5 });
+    const shown = await runCli(['members', 'limits', '--org', org.id, '--email', 'dev@example.com'], env);
+    expect(shown.stdout).toContain('rpm 30, budget $12.5/day (hard)');
+    const cleared = (await json([
+      'members',
+      'limits',
+      '--org',
+      org.id,
+      '--email',
+      'dev@example.com',
+      '--rpm',
+      'none',
+    ])) as {
+      limits: { rate_limit_rpm: number | null; budget_usd: number };
+    };
+    expect(cleared.limits).toMatchObject({ rate_limit_rpm: null, budget_usd: 12.5 });
+    const tpm = await runCli(
+      ['members', 'limits', '--org', org.id, '--email', 'dev@example.com', '--tpm', '5'],
+      env,
+    );
+    expect(tpm.code).toBe(2);
+    const tiny = await runCli(
+      ['members', 'limits', '--org', org.id, '--email', 'dev@example.com', '--budget-usd', '0.001'],
+      env,
+    );
+    expect(tiny.code).not.toBe(0);
+    expect(tiny.stderr).toContain('--budget-usd must be');
     const removed = (await json(['members', 'remove', '--org', org.id, '--email', 'dev@example.com'])) as {
       revoked: string[];
     };

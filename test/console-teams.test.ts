@@ -65,6 +65,9 @@ function caller(who: Who): { c: Client; org: string } {
   return { c: clients[who], org: acme };
 }
 const inOrg = (org: string) => ({ 'x-keyrelay-org': org });
+/** The account a client is signed in as. */
+const idOf = (c: Client): string =>
+  ids[(Object.keys(clients) as (keyof typeof clients)[]).find((w) => clients[w] === c)!];
 
 /** A public address written as one: nothing is resolved, and nothing is sent (the rule is never crossed). */
 const ALERT_RULE = {
@@ -194,6 +197,34 @@ const CASES: Case[] = [
   [
     'PATCH /orgs/:org/members/:account (to owner)',
     async (c, org) => c.patch(`/orgs/${org}/members/${await throwaway()}`, { role: 'owner' }),
+    { ...managers(200), admin: 403 },
+  ],
+  // A member's limits across their keys: admins read and set anyone's (an owner's: owners only); a member
+  // reads their own and nobody else's.
+  [
+    'GET /orgs/:org/members/:account/limits (the admin’s)',
+    (c, org) => c.get(`/orgs/${org}/members/${ids.admin}/limits`),
+    { ...all(200), member: 403 },
+  ],
+  [
+    'GET /orgs/:org/members/:account/limits (one’s own)',
+    (c, org) => c.get(`/orgs/${org}/members/${idOf(c)}/limits`),
+    all(200),
+  ],
+  [
+    'PATCH /orgs/:org/members/:account/limits',
+    async (c, org) =>
+      c.patch(`/orgs/${org}/members/${await throwaway()}/limits`, { budget_usd: 5, budget_mode: 'hard' }),
+    managers(200),
+  ],
+  [
+    'PATCH /orgs/:org/members/:account/limits (one’s own)',
+    (c, org) => c.patch(`/orgs/${org}/members/${idOf(c)}/limits`, { rate_limit_rpm: 1000 }),
+    managers(200),
+  ],
+  [
+    'PATCH /orgs/:org/members/:account/limits (the owner’s)',
+    (c, org) => c.patch(`/orgs/${org}/members/${ids.owner}/limits`, { rate_limit_rpm: 1000 }),
     { ...managers(200), admin: 403 },
   ],
   [
@@ -497,6 +528,73 @@ describe('service keys', () => {
     const entries = (await clients.owner.get(`/orgs/${acme}/audit?action=key.create&limit=500`)).json
       .entries as { target: string; after: Record<string, unknown> }[];
     expect(entries.find((e) => e.target === id)?.after).toMatchObject({ service: true, holder: null });
+  });
+});
+
+describe('limits per member', () => {
+  it('an admin sets them (audited with before and after), the member sees them on their Keys page, bad input is refused', async () => {
+    const member = await throwaway();
+    const set = await clients.admin.patch(`/orgs/${acme}/members/${member}/limits`, {
+      budget_usd: 25,
+      budget_period: 'day',
+      budget_mode: 'hard',
+      rate_limit_rpm: 60,
+    });
+    expect(set.status, set.text).toBe(200);
+    expect(set.json.limits).toEqual({
+      rate_limit_rpm: 60,
+      budget_usd: 25,
+      budget_period: 'day',
+      budget_mode: 'hard',
+    });
+    expect(set.json.budget).toMatchObject({ spent_usd: 0, budget_usd: 25 });
+    // A field left out keeps its value; null clears one (the mode stays).
+    const cleared = await clients.admin.patch(`/orgs/${acme}/members/${member}/limits`, { budget_usd: null });
+    expect(cleared.json).toEqual({
+      limits: { rate_limit_rpm: 60, budget_usd: null, budget_period: null, budget_mode: 'hard' },
+      budget: null,
+    });
+    const members = await clients.viewer.get(`/orgs/${acme}/members`);
+    expect(
+      members.json.members.find((m: { account_id: string }) => m.account_id === member).limits,
+    ).toMatchObject({
+      rate_limit_rpm: 60,
+    });
+    const audit = await clients.owner.get(`/orgs/${acme}/audit?action=member.limits`);
+    const entry = audit.json.entries.find((e: { target: string }) => e.target === member);
+    expect(entry).toMatchObject({
+      actor_email: 'admin@example.com',
+      before: { email: `${member}@example.com`, rate_limit_rpm: 60, budget_usd: 25, budget_period: 'day' },
+      after: { email: `${member}@example.com`, rate_limit_rpm: 60, budget_usd: null, budget_period: null },
+    });
+    for (const [body, field] of [
+      [{ budget_usd: 0 }, 'budget_usd'],
+      [{ rate_limit_rpm: 1.5 }, 'rate_limit_rpm'],
+      [{ budget_period: 'day', budget_usd: null }, 'budget_period'],
+    ] as const) {
+      const bad = await clients.admin.patch(`/orgs/${acme}/members/${member}/limits`, body);
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+      expect(bad.json.error.code).toBe('invalid_limits');
+      expect(bad.json.error.message).toContain(field);
+    }
+    expect((await clients.admin.patch(`/orgs/${acme}/members/${member}/limits`, { tpm: 5 })).status).toBe(
+      400,
+    );
+    const unknown = await clients.admin.patch(`/orgs/${acme}/members/nobody/limits`, { rate_limit_rpm: 5 });
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error.code).toBe('member_not_found');
+    // The member reads their own on the Keys page (and none when they have none).
+    await clients.admin.patch(`/orgs/${acme}/members/${ids.member}/limits`, {
+      budget_usd: 7,
+      budget_mode: 'soft',
+    });
+    const keys = await clients.member.get('/keys', inOrg(acme));
+    expect(keys.json.member).toMatchObject({
+      limits: { budget_usd: 7, budget_period: 'month', budget_mode: 'soft' },
+      budget: { budget_usd: 7 },
+    });
+    await clients.admin.patch(`/orgs/${acme}/members/${ids.member}/limits`, { budget_usd: null });
+    expect((await clients.member.get('/keys', inOrg(acme))).json.member).toBeNull();
   });
 });
 

@@ -867,3 +867,65 @@ describe('config migration 12 (caps per end user) after 13, as on a database dep
     await check(store);
   });
 });
+
+describe('config migration 18 (limits per member) keeps every membership and key', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+  const SEED = [
+    ACCOUNT,
+    `INSERT INTO orgs (id, name, personal_of, created_at) VALUES ('a1', 'old@example.com', 'a1', '${NOW}')`,
+    `INSERT INTO memberships (org_id, account_id, role, created_at) VALUES ('a1', 'a1', 'owner', '${NOW}')`,
+    `INSERT INTO keys (id, account_id, org_id, name, hash, hint, created_at) VALUES ('k1', 'a1', 'a1', 'old key', 'h1', 'kr_…', '${NOW}')`,
+  ];
+  const check = async (store: ConfigStore) => {
+    await store.migrate();
+    expect((await store.listMembers('a1')).map((m) => [m.account_id, m.role, m.limits])).toEqual([
+      ['a1', 'owner', { rate_limit_rpm: null, budget_usd: null, budget_period: null, budget_mode: 'soft' }],
+    ]);
+    expect(await store.getKeyByHash('h1')).toMatchObject({ id: 'k1', name: 'old key', member_limits: null });
+    const limits = {
+      rate_limit_rpm: 10,
+      budget_usd: 3,
+      budget_period: 'month',
+      budget_mode: 'hard',
+    } as const;
+    const head = await store.keyChangeHead();
+    expect(await store.setMemberLimits('a1', 'a1', limits)).toEqual(limits);
+    expect((await store.getKeyByHash('h1'))?.member_limits).toEqual(limits);
+    expect((await store.keyChangesSince(head)).keyIds).toEqual(['k1']);
+  };
+
+  it('on SQLite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keyrelay-migrate-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'keyrelay.db');
+    const db = openSqlite(path);
+    runSqliteMigrations(
+      db,
+      SQLITE_MIGRATIONS.filter((m) => m.version <= 17),
+    );
+    for (const sql of SEED) db.exec(sql);
+    db.close();
+    const store = new SqliteConfigStore(path);
+    cleanups.push(() => store.close());
+    await check(store);
+  });
+
+  it('on PostgreSQL', async () => {
+    const tdb = await createTestDatabase();
+    cleanups.push(() => tdb.drop());
+    const pool = testPool(tdb.url, 1);
+    await runPgMigrations(
+      pool,
+      'config',
+      PG_MIGRATIONS.filter((m) => m.version <= 17),
+    );
+    for (const sql of SEED) await pool.query(sql);
+    await pool.end();
+    const store = new PgConfigStore(tdb.url);
+    cleanups.push(() => store.close());
+    await check(store);
+  });
+});

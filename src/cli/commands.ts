@@ -6,7 +6,8 @@ import type { Config } from '../config.js';
 import { credentialFingerprint, FINGERPRINT_SECRET } from '../credential-fingerprint.js';
 import { ALLOW_PRIVATE_SETTING } from '../alerts/target.js';
 import { domainError, isDomainError, type DomainErrorCode } from '../errors.js';
-import { createOrg, MAX_AUDIT_RETENTION_DAYS, removeMember } from '../orgs/actions.js';
+import { createOrg, MAX_AUDIT_RETENTION_DAYS, removeMember, setMemberLimits } from '../orgs/actions.js';
+import { newId } from '../ids.js';
 import { can } from '../orgs/roles.js';
 import { createAccount, normalizeEmail } from '../accounts/create-account.js';
 import { createKey, revokeKey, setKeyLimits, toKeyView } from '../keys/actions.js';
@@ -20,7 +21,9 @@ import { EXPORT_FORMATS, exportText, type ExportFormat } from '../log/export.js'
 import { providerIds } from '../providers/index.js';
 import {
   createRedisCounters,
+  memberSpendSince,
   NO_LOCAL_COUNTS,
+  readMemberBudgetStatus,
   readBudgetStatus,
   readRateStatus,
   waitInWords,
@@ -33,6 +36,7 @@ import {
   type KeyLimits,
   type KeyRateStatus,
   type KeyView,
+  type MemberLimits,
   type RateHeadroom,
   type LogStore,
   type OrgRole,
@@ -348,6 +352,9 @@ async function findKey(store: ConfigStore, ref: string) {
   return rec;
 }
 
+/** The limit flags a member's limits take (`members limits`). */
+const MEMBER_LIMIT_FLAGS = ['rpm', 'budget-usd', 'budget-period', 'budget-mode'] as const;
+
 const limitsLine = (k: KeyLimits) =>
   [
     `providers ${k.allowed_providers?.join(',') ?? 'any'}`,
@@ -548,6 +555,63 @@ export const commands: Record<string, Command> = {
       }
       await configStore.setMember(orgId, member, role as OrgRole);
       print(args, { org_id: orgId, account_id: member, role }, `${args.email} is ${role} of ${orgId}`);
+    }),
+
+  'members limits': (config, args) =>
+    withStores(config, async ({ configStore, logStore, bus }) => {
+      const orgId = await orgIdOf(configStore, args.org);
+      const member = await accountId(configStore, args.email);
+      const flags = Object.keys(args.limits).filter(
+        (f) => !(MEMBER_LIMIT_FLAGS as readonly string[]).includes(f),
+      );
+      if (flags.length > 0)
+        throw new UsageError(
+          `a member's limits are ${MEMBER_LIMIT_FLAGS.map((f) => `--${f}`).join(', ')} (got --${flags[0]})`,
+        );
+      const patch = limitsPatch(args.limits) as Partial<MemberLimits>;
+      let limits = await configStore.getMemberLimits(orgId, member);
+      if (!limits) throw domainError('member_not_found');
+      if (Object.keys(patch).length > 0) {
+        // The operator acts as an owner would; the change is audited with no actor (the CLI's).
+        const done = await setMemberLimits(
+          { store: configStore, bus },
+          { accountId: '', orgId, role: 'owner' },
+          member,
+          patch,
+        );
+        const now = new Date().toISOString();
+        await configStore.appendAudit({
+          id: newId(),
+          org_id: orgId,
+          at: now,
+          actor_id: null,
+          actor_email: null,
+          action: 'member.limits',
+          target: member,
+          ip: null,
+          user_agent: null,
+          before: { email: done.member.email, ...done.before },
+          after: { email: done.member.email, ...done.after },
+        });
+        limits = done.after;
+      }
+      const now = new Date();
+      const budget = await readMemberBudgetStatus(
+        memberSpendSince(configStore, logStore),
+        orgId,
+        member,
+        limits,
+        now,
+      );
+      const text = [
+        `${args.email} in ${orgId}, across their keys: rpm ${limits.rate_limit_rpm ?? 'unlimited'}, budget ${
+          limits.budget_usd === null
+            ? 'none'
+            : `$${limits.budget_usd}/${limits.budget_period} (${limits.budget_mode})`
+        }`,
+      ];
+      if (budget) text.push(`  budget  ${budgetLine(budget, now)}`);
+      print(args, { org_id: orgId, account_id: member, limits, budget }, text.join('\n'));
     }),
 
   'members remove': (config, args) =>

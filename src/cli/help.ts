@@ -163,6 +163,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
     summary: 'add an account to an organization, or change its role (owner, admin, member, viewer)',
     options: ['org', 'email', 'role'],
   },
+  'members limits': {
+    usage:
+      'keyrelay members limits --org O --email E [--rpm N|none] [--budget-usd X|none] [--budget-period day|month] [--budget-mode soft|hard]',
+    summary:
+      "show or change a member's limits across all their keys in the organization, and their budget's spend",
+    options: ['org', 'email', 'rpm', 'budget-usd', 'budget-period', 'budget-mode'],
+    details:
+      "Both the member's limits and each key's own apply; the tighter one refuses. Service keys are no " +
+      "member's. none clears a limit; the ones not given stay as they are. Every instance applies a change " +
+      'within about a second. Audited as member.limits.',
+  },
   'members remove': {
     usage: 'keyrelay members remove --org O --email E',
     summary: 'remove a member; the keys they hold there are revoked at once',

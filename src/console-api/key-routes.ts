@@ -16,8 +16,8 @@ import {
   toKeyView,
   type CreatedKey,
 } from '../keys/actions.js';
-import { readBudgetStatus } from '../limits/index.js';
-import type { KeyBudgetStatus, KeyLimits, KeyRateStatus, KeyView } from '../store/types.js';
+import { memberSpendSince, readBudgetStatus, readMemberBudgetStatus } from '../limits/index.js';
+import type { KeyBudgetStatus, KeyLimits, KeyRateStatus, KeyView, MemberLimits } from '../store/types.js';
 import { audit, keyFacts } from './audit.js';
 import type { ConsoleContext } from './context.js';
 import { requireMember, visibleScope, writableScope } from './org-context.js';
@@ -71,6 +71,17 @@ function limitsOf(body: Partial<KeyLimits>): Partial<KeyLimits> | null {
 // Range and integrality are rollKey's to check (400 invalid_grace), so CLI and console answer alike.
 const rollBody = z.object({ grace_seconds: z.number() });
 
+/** A member's limits across their keys and their budget's spend in its period now (null without a budget). */
+export async function memberLimitsView(
+  ctx: ConsoleContext,
+  orgId: string,
+  accountId: string,
+  limits: MemberLimits,
+): Promise<{ limits: MemberLimits; budget: KeyBudgetStatus | null }> {
+  const spend = memberSpendSince(ctx.configStore, ctx.logStore);
+  return { limits, budget: await readMemberBudgetStatus(spend, orgId, accountId, limits, ctx.now()) };
+}
+
 export function registerKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.get('/keys', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply);
@@ -90,7 +101,13 @@ export function registerKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
       const rate = ctx.rateStatus ? await ctx.rateStatus(k) : null;
       if (rate) rates[k.id] = rate;
     }
-    return { keys, budgets, rates };
+    // The caller's own limits across their keys, when an admin set any.
+    const mine = await ctx.configStore.getMemberLimits(caller.orgId, caller.accountId);
+    const member =
+      mine && (mine.rate_limit_rpm !== null || mine.budget_usd !== null)
+        ? await memberLimitsView(ctx, caller.orgId, caller.accountId, mine)
+        : null;
+    return { keys, budgets, rates, member };
   });
 
   app.post('/keys', async (request, reply) => {

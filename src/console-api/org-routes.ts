@@ -11,15 +11,23 @@ import {
   createInvite,
   createOrg,
   removeMember,
+  setMemberLimits,
   usableInvite,
 } from '../orgs/actions.js';
 import { requireRole } from '../orgs/roles.js';
-import { ORG_ROLES, type InviteRecord, type Org, type OrgRole } from '../store/types.js';
+import {
+  ORG_ROLES,
+  type InviteRecord,
+  type MemberLimits,
+  type Membership,
+  type Org,
+  type OrgRole,
+} from '../store/types.js';
 import { requireAccount } from './auth.js';
 import { audit } from './audit.js';
 import type { ConsoleContext } from './context.js';
 import { consoleError } from './errors.js';
-import { createdKeyView } from './key-routes.js';
+import { createdKeyView, memberLimitsView } from './key-routes.js';
 import { requireMember } from './org-context.js';
 import { parseInput } from './parse.js';
 
@@ -31,6 +39,18 @@ const nameBody = z.object({ name: z.string().max(200) });
 const roleBody = z.object({ role });
 const removeBody = z.object({ transfer_to: z.string().min(1).max(100).optional() });
 const tokenBody = z.object({ token: z.string().min(1).max(200) });
+// Ranges are mergeMemberLimits' to check (400 invalid_limits naming the field), as for a key's.
+const memberLimitsBody = z
+  .object({
+    rate_limit_rpm: z.number().nullable(),
+    budget_usd: z.number().nullable(),
+    budget_period: z.enum(['day', 'month']).nullable(),
+    budget_mode: z.enum(['soft', 'hard']),
+  })
+  .partial()
+  .strict();
+
+const limitFacts = (m: Membership, l: MemberLimits) => ({ email: m.email, ...l });
 
 export function orgView(o: Org, r?: OrgRole) {
   return { id: o.id, name: o.name, personal: o.personal_of !== null, created_at: o.created_at, role: r };
@@ -109,6 +129,31 @@ export function registerOrgRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
       after: { role: member.role, email: member.email },
     });
     return { member };
+  });
+
+  // A member's limits across their keys: admins read and set anyone's, a member reads their own.
+  app.get('/orgs/:org/members/:account/limits', async (request, reply) => {
+    const params = parseInput(memberParam, request.params);
+    const caller = await requireMember(ctx, request, reply, params.org);
+    if (params.account !== caller.accountId) requireRole(caller.role, 'read_all');
+    const limits = await ctx.configStore.getMemberLimits(caller.orgId, params.account);
+    if (!limits) throw consoleError('member_not_found');
+    return memberLimitsView(ctx, caller.orgId, params.account, limits);
+  });
+
+  app.patch('/orgs/:org/members/:account/limits', async (request, reply) => {
+    const params = parseInput(memberParam, request.params);
+    const caller = await requireMember(ctx, request, reply, params.org);
+    const body = parseInput(memberLimitsBody, request.body);
+    const done = await setMemberLimits(ctx.keys, caller, params.account, body);
+    await audit(ctx, request, caller.account, {
+      orgId: caller.orgId,
+      action: 'member.limits',
+      target: params.account,
+      before: limitFacts(done.member, done.before),
+      after: limitFacts(done.member, done.after),
+    });
+    return memberLimitsView(ctx, caller.orgId, params.account, done.after);
   });
 
   app.post('/orgs/:org/members/:account/remove', async (request, reply) => {

@@ -9,6 +9,7 @@ import { countTextTokens, isRecord, SKIP_KEYS, type Usage } from '../usage/index
 import { computeCost, type RequestInfo } from '../metering/index.js';
 import { endpointOf, type EndpointClass } from '../providers/index.js';
 import type { Provider } from '../types.js';
+import type { KeyRecord } from '../store/types.js';
 
 const TOKEN_BOUNDED: ReadonlySet<EndpointClass> = new Set([
   'chat',
@@ -42,6 +43,10 @@ export function requestClass(provider: Provider, method: string, path: string): 
 export function isRpmExempt(method: string, path: string): boolean {
   return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || isTokenCount(path);
 }
+
+/** Whether the key has an rpm that counts this request. */
+export const countsRpm = (key: KeyRecord, method: string, path: string): boolean =>
+  key.rate_limit_rpm != null && (key.rate_limit_scope === 'all' || !isRpmExempt(method, path));
 
 export interface RequestBound {
   /** Input estimate plus output allowance: what counts against tokens per minute at admission. */

@@ -15,13 +15,12 @@
  * A key's caps per end user are admitted first, as a key of their own (end-users.ts), then the key's own
  * limits; the request's hold carries the end user's, settled with it.
  */
-import { randomBytes } from 'node:crypto';
 import { ProxyError } from '../errors.js';
 import type { Provider, RequestLogRow } from '../types.js';
 import type { KeyRateStatus, KeyRecord, LogStore } from '../store/types.js';
 import type { RequestInfo } from '../metering/index.js';
 import { isRequestAllowed, refusedModel } from './access.js';
-import { fittedBound, isRpmExempt, requestClass } from './bound.js';
+import { countsRpm, fittedBound, requestClass } from './bound.js';
 import { LocalHolds } from './local/holds.js';
 import { RateCounters } from './local/rate.js';
 import { SpendLedger, toNanos, type SpendState } from './local/spend.js';
@@ -32,7 +31,9 @@ import type { Admission, Hold, Limits } from './types.js';
 import { MINUTE_MS, secondsUntil } from './periods.js';
 import { readRateStatus } from './rate-status.js';
 import { budgetRefusal, forbidden, perEndUser, rateRefusal, unpricedRefusal } from './refusals.js';
-import { endUserKey, splitEndUserKeyId } from './end-users.js';
+import { endUserKey } from './end-users.js';
+import { memberKey, type MemberSpendSince } from './members.js';
+import { admitLevels, bareHold, HOLD_PREFIX, levelSpendSince } from './levels.js';
 
 export type { Admission, Hold, Limits } from './types.js';
 
@@ -42,6 +43,8 @@ const budgetRoom = (s: SpendState, budgetUsd: number) =>
 
 export interface LimiterOptions {
   spendSince: LogStore['spendSince'];
+  /** A member's spend across their keys (members.ts); without it, a member's budget counts from zero. */
+  memberSpendSince?: MemberSpendSince;
   shared?: SharedCounters | null;
   /** Shared reservations and in-flight slots (Redis); null: this instance's own. */
   holds?: SharedHolds | null;
@@ -59,27 +62,7 @@ export const DEFAULT_SYNC_MS = 200;
 export const DEFAULT_OUTPUT_TOKENS = 4096;
 /** A crashed instance's holds lapse within a minute; a live one refreshes every third of it. */
 export const DEFAULT_HOLD_TTL_MS = 60_000;
-/** Hold ids: unique per instance by a random prefix, cheaper than a UUID per request. */
-const HOLD_PREFIX = `${randomBytes(6).toString('base64url')}.`;
-let holdSeq = 0;
 const SWEEP_MS = 30_000;
-
-/** A hold of nothing: what carries an end user's hold, or counts its cost, when no limit holds anything. */
-const bareHold = (keyId: string, window: number): Hold => ({
-  id: `${HOLD_PREFIX}${++holdSeq}`,
-  keyId,
-  tokens: 0,
-  window,
-  tpm: false,
-  nanos: 0,
-  spend: null,
-  slot: false,
-  shared: false,
-  lease: null,
-  leased: 0,
-  settled: false,
-  user: null,
-});
 
 export class KeyLimiter implements Limits {
   private readonly rate: RateCounters;
@@ -105,12 +88,7 @@ export class KeyLimiter implements Limits {
     this.defaultOutputTokens = opts.defaultOutputTokens ?? DEFAULT_OUTPUT_TOKENS;
     this.rate = new RateCounters(this.shared !== null);
     this.tpm = new RateCounters(this.shared !== null);
-    // An end user's spend is that end user's rows of the key (end-users.ts).
-    const spendSince = (id: string, since: string) => {
-      const user = splitEndUserKeyId(id);
-      return user ? opts.spendSince(user.keyId, since, user.endUser) : opts.spendSince(id, since);
-    };
-    this.spend = new SpendLedger(spendSince, (err) =>
+    this.spend = new SpendLedger(levelSpendSince(opts.spendSince, opts.memberSpendSince), (err) =>
       this.onError(err, 'budget spend could not be loaded; retrying'),
     );
     this.local = new LocalHolds(this.now);
@@ -128,6 +106,23 @@ export class KeyLimiter implements Limits {
   }
 
   check(key: KeyRecord, provider: Provider, model: string | null, method?: string): ProxyError | null {
+    const refused = this.checkKey(key, provider, model, method);
+    if (refused !== null) return refused;
+    const member = memberKey(key);
+    if (member === null) return null;
+    const theirs = this.checkKey(member, provider, model, method);
+    // Refused by the member's limits: the key's rpm does not count it.
+    if (theirs !== null && countsRpm(key, method ?? 'GET', ''))
+      this.rate.adjust(key.id, Math.floor(this.now() / MINUTE_MS), -1, this.now());
+    return theirs;
+  }
+
+  private checkKey(
+    key: KeyRecord,
+    provider: Provider,
+    model: string | null,
+    method?: string,
+  ): ProxyError | null {
     if (
       key.allowed_providers == null &&
       key.allowed_models == null &&
@@ -143,10 +138,10 @@ export class KeyLimiter implements Limits {
       const wait = this.spend.exceeded(key.id, key.budget_usd, period, now);
       if (wait !== null) return budgetRefusal(key, period, wait);
     }
-    if (key.rate_limit_rpm != null && (key.rate_limit_scope === 'all' || !isRpmExempt(method ?? 'GET', ''))) {
-      const wait = this.rate.admit(key.id, key.rate_limit_rpm, now);
+    if (countsRpm(key, method ?? 'GET', '')) {
+      const wait = this.rate.admit(key.id, key.rate_limit_rpm!, now);
       if (wait !== null) {
-        return rateRefusal(`${key.rate_limit_rpm} requests`, wait);
+        return rateRefusal(`${key.rate_limit_rpm} requests${perEndUser(key)}`, wait);
       }
     }
     return null;
@@ -164,33 +159,33 @@ export class KeyLimiter implements Limits {
     endUser: string | null = null,
   ): Admission | Promise<Admission> {
     const user = endUser === null ? null : endUserKey(key, endUser);
-    if (user === null) return this.admitKey(key, provider, info, method);
-    // What the key may not do at all is refused as such, whatever the end user's counts.
+    const member = memberKey(key);
+    if (user === null && member === null) return this.admitKey(key, provider, info, method);
+    // What the key may not do at all is refused as such, whatever the end user's or member's counts.
     const refused = refusedModel(key, provider, info, method);
     if (refused !== undefined) return forbidden(key, provider, refused);
+    // The narrowest first: the end user's caps, the key's own limits, the member's across their keys. Each
+    // is a key of its own; the first to refuse answers, and what the others took is given back.
+    const levels: KeyRecord[] = [];
+    if (user) levels.push(user);
+    levels.push(key);
+    if (member) levels.push(member);
     const window = Math.floor(this.now() / MINUTE_MS);
-    const both = (u: Admission): Admission | Promise<Admission> => {
-      if (u instanceof ProxyError) return u;
-      // Always a hold, even with nothing held: settling it counts the cost against the end user's budget.
-      const userHold = u ?? bareHold(user.id, window);
-      const own = this.admitKey(key, provider, info, method);
-      const join = (a: Admission): Admission => {
-        if (a instanceof ProxyError) {
-          this.settle(userHold, null);
-          // A refused request does not count against the end user's rate, as it does not against the key's.
-          const counted = user.rate_limit_scope === 'all' || !isRpmExempt(method, info.path);
-          if (user.rate_limit_rpm != null && counted)
-            this.rate.adjust(user.id, userHold.window, -1, this.now());
-          return a;
-        }
-        const hold = a ?? bareHold(key.id, window);
-        hold.user = userHold;
-        return hold;
-      };
-      return own instanceof Promise ? own.then(join) : join(own);
+    const ops = {
+      window,
+      admit: (level: KeyRecord) => this.admitKey(level, provider, info, method),
+      release: (level: KeyRecord, hold: Hold) => {
+        this.settle(hold, null);
+        // A refused request does not count against the others' rates, as it does not against the refuser's.
+        if (countsRpm(level, method, info.path)) this.rate.adjust(level.id, hold.window, -1, this.now());
+      },
     };
-    const admitted = this.admitKey(user, provider, info, method);
-    return admitted instanceof Promise ? admitted.then(both) : both(admitted);
+    return admitLevels(levels, ops, (holds) => {
+      const own = holds[user ? 1 : 0]!;
+      if (user) own.user = holds[0]!;
+      if (member) own.member = holds[holds.length - 1]!;
+      return own;
+    });
   }
 
   private admitKey(
@@ -239,7 +234,7 @@ export class KeyLimiter implements Limits {
     let nanos = 0;
     if (hard && cls !== 'free') {
       if (bound?.nanos == null) {
-        if (key.budget_unpriced === 'refuse') return unpricedRefusal(info.model, path);
+        if (key.budget_unpriced === 'refuse') return unpricedRefusal(info.model, path, key);
       } else nanos = bound.nanos;
     }
     const window = Math.floor(now / MINUTE_MS);
@@ -252,8 +247,8 @@ export class KeyLimiter implements Limits {
       tokens = amount;
     }
     let counted = false;
-    if (key.rate_limit_rpm != null && (key.rate_limit_scope === 'all' || !isRpmExempt(method, path))) {
-      const wait = this.rate.admit(key.id, key.rate_limit_rpm, now);
+    if (countsRpm(key, method, path)) {
+      const wait = this.rate.admit(key.id, key.rate_limit_rpm!, now);
       if (wait !== null) {
         this.tpm.adjust(key.id, window, -tokens, now);
         return rateRefusal(`${key.rate_limit_rpm} requests${perEndUser(key)}`, wait);
@@ -292,6 +287,12 @@ export class KeyLimiter implements Limits {
       const user = hold.user;
       hold.user = null;
       this.settle(user, row && { ...row, key_id: user.keyId, end_user: null });
+    }
+    if (hold.member) {
+      // The member's counts too: the row's cost goes to the member's budget across their keys.
+      const member = hold.member;
+      hold.member = null;
+      this.settle(member, row && { ...row, key_id: member.keyId, end_user: null });
     }
     const now = this.now();
     if (hold.tpm) {

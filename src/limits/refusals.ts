@@ -3,14 +3,19 @@ import { ProxyError } from '../errors.js';
 import type { Provider } from '../types.js';
 import type { KeyRecord } from '../store/types.js';
 import { isEndUserKey } from './end-users.js';
+import { isMemberKey } from './members.js';
 import { secondsUntil, waitInWords } from './periods.js';
 
 /** Retry-after for a refusal that ends when requests in flight end, not with a window or a period. */
 const IN_FLIGHT_RETRY_S = 1;
 const MAX_SHOWN_MODEL = 100;
 
-/** " per end user" for an end user's caps (end-users.ts), else nothing. */
-export const perEndUser = (key: KeyRecord): string => (isEndUserKey(key) ? ' per end user' : '');
+/**
+ * Whose limit it is beside the key's own: " per end user" for an end user's caps (end-users.ts), " across
+ * this member's keys" for a member's limits (members.ts), else nothing.
+ */
+export const perEndUser = (key: KeyRecord): string =>
+  isEndUserKey(key) ? ' per end user' : isMemberKey(key) ? " across this member's keys" : '';
 
 export function budgetRefusal(key: KeyRecord, period: string, wait: number): ProxyError {
   return new ProxyError(
@@ -41,11 +46,15 @@ export function concurrencyRefusal(key: KeyRecord): ProxyError {
   );
 }
 
-export function unpricedRefusal(model: string | null, path: string): ProxyError {
+export function unpricedRefusal(model: string | null, path: string, key?: KeyRecord): ProxyError {
   const what = model === null ? path.slice(0, 100) : `model ${model.slice(0, MAX_SHOWN_MODEL)}`;
+  const who =
+    key && isMemberKey(key)
+      ? "This key's member has a hard budget across their keys"
+      : 'This key has a hard budget';
   return new ProxyError(
     'proxy_key_forbidden',
-    `This key has a hard budget and keyrelay knows no price for ${what}, so it cannot reserve its cost.`,
+    `${who} and keyrelay knows no price for ${what}, so it cannot reserve its cost.`,
   );
 }
 

@@ -5,7 +5,14 @@
 import { domainError, type DomainError } from '../errors.js';
 import type { Provider } from '../types.js';
 import { providerIds } from '../providers/index.js';
-import type { BudgetMode, BudgetPeriod, KeyLimits, RpmScope, UnpricedPolicy } from '../store/types.js';
+import type {
+  BudgetMode,
+  BudgetPeriod,
+  KeyLimits,
+  MemberLimits,
+  RpmScope,
+  UnpricedPolicy,
+} from '../store/types.js';
 import { isValidModelPattern, MAX_MODEL_PATTERNS } from './access.js';
 
 export const MAX_RPM = 1_000_000;
@@ -143,5 +150,21 @@ export function mergeKeyLimits(current: KeyLimits | null, patch: Partial<KeyLimi
     user_budget_usd: userBudget,
     user_budget_period: userPeriod,
     user_budget_mode: userMode,
+  };
+}
+
+/** The fields a member's limits have (members.ts), each validated and merged as a key's of that name. */
+export const MEMBER_LIMIT_FIELDS = ['rate_limit_rpm', 'budget_usd', 'budget_period', 'budget_mode'] as const;
+
+/** A member's limits after applying `patch` to `current`, by mergeKeyLimits' rules and messages. */
+export function mergeMemberLimits(current: MemberLimits | null, patch: Partial<MemberLimits>): MemberLimits {
+  const own: Partial<KeyLimits> = {};
+  for (const f of MEMBER_LIMIT_FIELDS) if (patch[f] !== undefined) Object.assign(own, { [f]: patch[f] });
+  const merged = mergeKeyLimits(current && { ...NO_LIMITS, ...current }, own);
+  return {
+    rate_limit_rpm: merged.rate_limit_rpm,
+    budget_usd: merged.budget_usd,
+    budget_period: merged.budget_period,
+    budget_mode: merged.budget_mode,
   };
 }

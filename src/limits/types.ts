@@ -30,6 +30,8 @@ export interface Hold {
   settled: boolean;
   /** The end user's hold under the key's caps per end user (end-users.ts), settled with this one. */
   user: Hold | null;
+  /** The member's hold under their limits across their keys (members.ts), settled with this one. */
+  member: Hold | null;
 }
 
 /** A refusal, a hold to settle when the request ends, or null (nothing held). */

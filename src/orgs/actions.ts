@@ -7,7 +7,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { domainError } from '../errors.js';
 import { newId } from '../ids.js';
 import { createKey, keyStatus, revokeKey, type CreatedKey, type KeyDeps } from '../keys/actions.js';
-import type { InviteRecord, Membership, Org, OrgRole } from '../store/types.js';
+import { mergeMemberLimits } from '../limits/settings.js';
+import type { InviteRecord, MemberLimits, Membership, Org, OrgRole } from '../store/types.js';
 import { can, requireRole } from './roles.js';
 
 /** How long an invitation can be used: long enough to reach someone on leave, short enough to go stale. */
@@ -59,6 +60,29 @@ export async function changeRole(
   }
   await deps.store.setMember(caller.orgId, accountId, role);
   return { ...target, role };
+}
+
+/**
+ * Sets a member's limits across their keys (docs/limits.md, "Per member"): a field left out keeps its value,
+ * null clears it. Admins set anyone's but an owner's, which only owners set. The store's trigger enters the
+ * member's keys in the change feed; they are published on the key bus too, so this instance and (with
+ * Redis) every other drops them from its cache at once and reads the new limits with them.
+ */
+export async function setMemberLimits(
+  deps: KeyDeps,
+  caller: Caller,
+  accountId: string,
+  patch: Partial<MemberLimits>,
+): Promise<{ member: Membership; before: MemberLimits; after: MemberLimits }> {
+  requireRole(caller.role, 'manage_members');
+  const target = await memberOrThrow(deps, caller.orgId, accountId);
+  if (target.role === 'owner' && !can(caller.role, 'own')) throw domainError('forbidden');
+  const after = mergeMemberLimits(target.limits, patch);
+  const stored = await deps.store.setMemberLimits(caller.orgId, accountId, after);
+  if (!stored) throw domainError('member_not_found');
+  for (const k of await deps.store.listOrgKeys(caller.orgId, accountId))
+    await deps.bus.publish({ type: 'key_changed', key_id: k.id });
+  return { member: { ...target, limits: stored }, before: target.limits, after: stored };
 }
 
 /**

@@ -79,6 +79,11 @@ export interface KeyRecord extends KeyLimits {
   service: boolean;
   /** The organization that owns it (an account's personal organization has the account's id). */
   org_id: string;
+  /**
+   * Read by getKeyByHash only (the proxy's read): the limits of the key's member across all their keys in
+   * the organization; null for a service key or a member without any. Other reads leave it out.
+   */
+  member_limits?: MemberLimits | null;
   hint: string; // kr_ab12…wxyz
   created_at: string;
   last_used_at: string | null;
@@ -142,7 +147,28 @@ export interface Membership {
   email: string;
   role: OrgRole;
   created_at: string;
+  limits: MemberLimits;
 }
+
+/**
+ * Limits on the sum of one member's keys in an organization (service keys are no member's), beside each
+ * key's own: both apply (docs/limits.md, "Per member"). Null: none.
+ */
+export interface MemberLimits {
+  rate_limit_rpm: number | null;
+  budget_usd: number | null;
+  /** Null exactly when budget_usd is null. */
+  budget_period: BudgetPeriod | null;
+  /** Kept when the budget is removed, as a key's. */
+  budget_mode: BudgetMode;
+}
+
+export const NO_MEMBER_LIMITS: MemberLimits = {
+  rate_limit_rpm: null,
+  budget_usd: null,
+  budget_period: null,
+  budget_mode: 'soft',
+};
 
 /** An invitation; the token itself is shown once and only its SHA-256 is kept. */
 export interface InviteRecord {
@@ -330,6 +356,13 @@ export interface ConfigStore extends AlertStore {
   /** Inserts or changes a membership. (listMembers: owners, admins, members, viewers; then by joining.) */
   setMember(orgId: string, accountId: string, role: OrgRole): Promise<void>;
   removeMember(orgId: string, accountId: string): Promise<void>;
+  /** A member's limits across their keys in the organization; null when they are not a member. */
+  getMemberLimits(orgId: string, accountId: string): Promise<MemberLimits | null>;
+  /**
+   * Replaces a member's limits; null when they are not a member. The member's keys are entered in the key
+   * change feed (a trigger), so every instance's key cache reads the new limits.
+   */
+  setMemberLimits(orgId: string, accountId: string, limits: MemberLimits): Promise<MemberLimits | null>;
   /**
    * Keys of an organization, of one member when accountId is given (service keys are no member's, so then
    * left out); newest first.

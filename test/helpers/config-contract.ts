@@ -127,7 +127,8 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         user_budget_period: null,
         user_budget_mode: 'soft',
       });
-      expect(await cfg.getKeyByHash(`hash-${k.id}`)).toEqual(k);
+      // The proxy's read carries the limits of the key's member across their keys: none here.
+      expect(await cfg.getKeyByHash(`hash-${k.id}`)).toEqual({ ...k, member_limits: null });
       expect(await cfg.getKey(k.id)).toEqual(k);
       expect(await cfg.getKeyByHash('unknown')).toBeNull();
       expect(await cfg.getKey('unknown')).toBeNull();
@@ -202,7 +203,7 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
       const set = await cfg.setKeyLimits(k.id, limits);
       expect(set).toEqual({ ...k, ...limits });
       expect(await cfg.getKey(k.id)).toEqual(set);
-      expect(await cfg.getKeyByHash(`hash-${k.id}`)).toEqual(set);
+      expect(await cfg.getKeyByHash(`hash-${k.id}`)).toEqual({ ...set, member_limits: null });
       expect((await cfg.listKeys(a.id))[0]).toEqual(set);
       const replaced = {
         allowed_providers: ['openai' as const, 'anthropic' as const],
@@ -379,6 +380,69 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         ),
       ).toEqual([2, 1]);
       expect(await cfg.listAudit({ org_id: a.id, actor_email: 'nobody@example.com', limit: 10 })).toEqual([]);
+    });
+
+    it('member limits: stored, listed, read with each of the member’s keys (not a service key), fed as key changes', async () => {
+      const a = await newAccount();
+      const b = await newAccount();
+      const org = await cfg.createOrg({ id: newId(), name: 'Lim', owner_id: a.id });
+      await cfg.setMember(org.id, b.id, 'member');
+      const make = (account: string, service = false) => {
+        const id = newId();
+        return cfg.createKey({
+          id,
+          account_id: account,
+          org_id: org.id,
+          service,
+          name: 'k',
+          hash: `h-${id}`,
+          hint: 'kr_…',
+        });
+      };
+      const proxyRead = async (id: string) => (await cfg.getKeyByHash(`h-${id}`))?.member_limits;
+      const k1 = await make(b.id);
+      const k2 = await make(b.id);
+      const svc = await make(b.id, true);
+      const none = { rate_limit_rpm: null, budget_usd: null, budget_period: null, budget_mode: 'soft' };
+      expect(await cfg.getMemberLimits(org.id, b.id)).toEqual(none);
+      expect(await cfg.getMemberLimits(org.id, 'nobody')).toBeNull();
+      const head = (await cfg.keyChangesSince(0)).seq;
+      const limits = {
+        rate_limit_rpm: 30,
+        budget_usd: 12.5,
+        budget_period: 'day',
+        budget_mode: 'hard',
+      } as const;
+      expect(await cfg.setMemberLimits(org.id, b.id, limits)).toEqual(limits);
+      expect(await cfg.setMemberLimits(org.id, 'nobody', limits)).toBeNull();
+      expect(await cfg.getMemberLimits(org.id, b.id)).toEqual(limits);
+      expect((await cfg.listMembers(org.id)).map((m) => [m.account_id, m.limits])).toEqual([
+        [a.id, none],
+        [b.id, limits],
+      ]);
+      // Each of the member's keys is entered in the change feed, so every instance reloads them.
+      const fed = await cfg.keyChangesSince(head);
+      expect([...new Set(fed.keyIds)].sort()).toEqual([k1.id, k2.id].sort());
+      expect(await proxyRead(k1.id)).toEqual(limits);
+      expect(await proxyRead(k2.id)).toEqual(limits);
+      // A service key is no member's; a key of the account's personal organization is held to that one's.
+      expect(await proxyRead(svc.id)).toBeNull();
+      const personal = await newKey(b.id);
+      expect(await cfg.getKeyByHash(`hash-${personal.id}`)).toMatchObject({ member_limits: null });
+      expect(await cfg.getMemberLimits(b.id, b.id)).toEqual(none);
+      // Other reads leave it out.
+      expect(await cfg.getKey(k1.id)).not.toHaveProperty('member_limits');
+      // Cleared with nulls; the mode is kept.
+      const cleared = { ...none, budget_mode: 'hard' } as const;
+      expect(await cfg.setMemberLimits(org.id, b.id, cleared)).toEqual(cleared);
+      expect(await proxyRead(k1.id)).toBeNull();
+      // Removing a member with limits feeds their keys too; their limits go with the membership.
+      await cfg.setMemberLimits(org.id, b.id, limits);
+      const before = (await cfg.keyChangesSince(0)).seq;
+      await cfg.removeMember(org.id, b.id);
+      expect([...new Set((await cfg.keyChangesSince(before)).keyIds)].sort()).toEqual([k1.id, k2.id].sort());
+      expect(await cfg.getMemberLimits(org.id, b.id)).toBeNull();
+      expect(await proxyRead(k1.id)).toBeNull();
     });
 
     it('service keys: the organization lists them, no member holds them, a transfer leaves them', async () => {

@@ -18,6 +18,7 @@ import type {
   KeyLimits,
   KeyView,
   Membership,
+  MemberLimits,
   OrgRole,
   Page,
   RequestSort,
@@ -55,7 +56,12 @@ export type {
 };
 export type CreatedKey = KeyView & { key: string };
 export type { Reconciliation };
-export type { Membership, OrgRole };
+export type { Membership, MemberLimits, OrgRole };
+/** A member's limits across their keys, and their budget's spend this period (null without a budget). */
+export interface MemberLimitsView {
+  limits: MemberLimits;
+  budget: KeyBudgetStatus | null;
+}
 export interface OrgView {
   id: string;
   name: string;
@@ -290,6 +296,8 @@ export const api = {
       budgets: Record<string, KeyBudgetStatus>;
       /** Absent from a console without a proxy. */
       rates?: Record<string, KeyRateStatus>;
+      /** The caller's own limits across their keys here, when an admin set any. */
+      member?: MemberLimitsView | null;
     }>('GET', '/keys'),
   createKey: (name: string, limits: Partial<KeyLimits> = {}, service = false) =>
     call<{ key: CreatedKey }>('POST', '/keys', { name, ...limits, ...(service ? { service } : {}) }),
@@ -373,6 +381,18 @@ export const api = {
       'PATCH',
       `/orgs/${encodeURIComponent(org)}/members/${encodeURIComponent(account)}`,
       { role },
+    ),
+  getMemberLimits: (org: string, account: string) =>
+    call<MemberLimitsView>(
+      'GET',
+      `/orgs/${encodeURIComponent(org)}/members/${encodeURIComponent(account)}/limits`,
+    ),
+  /** Only the fields given change; null removes that limit. */
+  setMemberLimits: (org: string, account: string, limits: Partial<MemberLimits>) =>
+    call<MemberLimitsView>(
+      'PATCH',
+      `/orgs/${encodeURIComponent(org)}/members/${encodeURIComponent(account)}/limits`,
+      limits,
     ),
   removeMember: (org: string, account: string, transfer_to?: string) =>
     call<{ revoked: string[]; transferred: string[] }>(

@@ -377,6 +377,35 @@ export const CONFIG_MIGRATIONS: readonly PgMigration[] = [
     `,
   },
   {
+    version: 18,
+    name: 'limits per member',
+    // Limits on the sum of a member's keys in an organization; existing members get none. A change (or the
+    // removal of a member who had some) enters the member's keys in the change feed, so every instance's key
+    // cache reads the member's new limits with its keys.
+    sql: `
+      ALTER TABLE memberships
+        ADD COLUMN rate_limit_rpm integer,
+        ADD COLUMN budget_usd double precision,
+        ADD COLUMN budget_period text CHECK (budget_period IN ('day', 'month')),
+        ADD COLUMN budget_mode text NOT NULL DEFAULT 'soft' CHECK (budget_mode IN ('soft', 'hard'));
+      CREATE FUNCTION keyrelay_record_member_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'DELETE' AND OLD.rate_limit_rpm IS NULL AND OLD.budget_usd IS NULL THEN
+          RETURN NULL;
+        END IF;
+        LOCK TABLE key_changes IN EXCLUSIVE MODE;
+        DELETE FROM key_changes WHERE at < now() - interval '1 day';
+        INSERT INTO key_changes (key_id)
+          SELECT id FROM keys WHERE org_id = OLD.org_id AND account_id = OLD.account_id AND NOT service;
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER memberships_limits_changed
+        AFTER UPDATE OF rate_limit_rpm, budget_usd, budget_period, budget_mode OR DELETE
+      ON memberships FOR EACH ROW EXECUTE FUNCTION keyrelay_record_member_change();
+    `,
+  },
+  {
     version: 19,
     name: 'provider key links',
     // The install owner's tie of a provider's API key id (its usage report's api_key_id) to a credential

@@ -22,6 +22,7 @@ import type {
   InviteRecord,
   KeyRecord,
   Membership,
+  MemberLimits,
   Org,
   OrgRole,
   RpmScope,
@@ -53,6 +54,24 @@ const INVITE_COLUMNS = 'id, org_id, role, created_by, created_at, expires_at, us
 const ORG_COLUMNS = 'id, name, personal_of, created_at';
 
 type Row = Record<string, unknown>;
+
+const KEY_COLUMNS_K = KEY_COLUMNS.split(', ')
+  .map((c) => `k.${c}`)
+  .join(', ');
+const MEMBER_LIMIT_COLUMNS = 'm.rate_limit_rpm, m.budget_usd, m.budget_period, m.budget_mode';
+/** A key's columns (qualified by k.) with its member's limits beside them. */
+const MEMBER_LIMIT_JOIN =
+  'm.rate_limit_rpm AS m_rpm, m.budget_usd AS m_budget_usd, m.budget_period AS m_budget_period, ' +
+  'm.budget_mode AS m_budget_mode FROM keys k LEFT JOIN memberships m ' +
+  'ON NOT k.service AND m.org_id = k.org_id AND m.account_id = k.account_id';
+function toMemberLimits(r: Row): MemberLimits {
+  return {
+    rate_limit_rpm: (r.rate_limit_rpm as number | null) ?? null,
+    budget_usd: (r.budget_usd as number | null) ?? null,
+    budget_period: (r.budget_period as BudgetPeriod | null) ?? null,
+    budget_mode: (r.budget_mode as BudgetMode | null) ?? 'soft',
+  };
+}
 
 const TOKEN_COLUMNS = 'id, account_id, name, hint, scopes, created_at, revoked_at';
 function toToken(r: Row): ApiTokenRecord {
@@ -285,8 +304,15 @@ export class PgConfigStore implements ConfigStore {
   }
 
   async getKeyByHash(hash: string): Promise<KeyRecord | null> {
-    const [r] = await this.rows(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = $1`, [hash]);
-    return r ? toKey(r) : null;
+    const [r] = await this.rows(`SELECT ${KEY_COLUMNS_K}, ${MEMBER_LIMIT_JOIN} WHERE k.hash = $1`, [hash]);
+    if (!r) return null;
+    const m = toMemberLimits({
+      rate_limit_rpm: r.m_rpm,
+      budget_usd: r.m_budget_usd,
+      budget_period: r.m_budget_period,
+      budget_mode: r.m_budget_mode,
+    });
+    return { ...toKey(r), member_limits: m.rate_limit_rpm === null && m.budget_usd === null ? null : m };
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
@@ -435,7 +461,7 @@ export class PgConfigStore implements ConfigStore {
 
   async listMembers(orgId: string): Promise<Membership[]> {
     const rows = await this.rows(
-      `SELECT m.org_id, m.account_id, a.email, m.role, m.created_at FROM memberships m
+      `SELECT m.org_id, m.account_id, a.email, m.role, m.created_at, ${MEMBER_LIMIT_COLUMNS} FROM memberships m
        JOIN accounts a ON a.id = m.account_id WHERE m.org_id = $1 ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 WHEN 'member' THEN 2 ELSE 3 END, m.created_at, a.email`,
       [orgId],
     );
@@ -445,7 +471,25 @@ export class PgConfigStore implements ConfigStore {
       email: r.email as string,
       role: r.role as OrgRole,
       created_at: isoOrNull(r.created_at)!,
+      limits: toMemberLimits(r),
     }));
+  }
+
+  async getMemberLimits(orgId: string, accountId: string): Promise<MemberLimits | null> {
+    const [r] = await this.rows(
+      `SELECT ${MEMBER_LIMIT_COLUMNS} FROM memberships m WHERE m.org_id = $1 AND m.account_id = $2`,
+      [orgId, accountId],
+    );
+    return r ? toMemberLimits(r) : null;
+  }
+
+  async setMemberLimits(orgId: string, accountId: string, l: MemberLimits): Promise<MemberLimits | null> {
+    const [r] = await this.rows(
+      `UPDATE memberships m SET rate_limit_rpm = $3, budget_usd = $4, budget_period = $5, budget_mode = $6
+       WHERE m.org_id = $1 AND m.account_id = $2 RETURNING ${MEMBER_LIMIT_COLUMNS}`,
+      [orgId, accountId, l.rate_limit_rpm, l.budget_usd, l.budget_period, l.budget_mode],
+    );
+    return r ? toMemberLimits(r) : null;
   }
 
   async setMember(orgId: string, accountId: string, role: OrgRole): Promise<void> {

@@ -377,6 +377,30 @@ export const CONFIG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 18,
+    name: 'limits per member',
+    // Limits on the sum of a member's keys in an organization; existing members get none. A change (or the
+    // removal of a member who had some) enters the member's keys in the change feed, so every instance's key
+    // cache reads the member's new limits with its keys.
+    sql: `
+      ALTER TABLE memberships ADD COLUMN rate_limit_rpm INTEGER;
+      ALTER TABLE memberships ADD COLUMN budget_usd REAL;
+      ALTER TABLE memberships ADD COLUMN budget_period TEXT CHECK (budget_period IN ('day', 'month'));
+      ALTER TABLE memberships ADD COLUMN budget_mode TEXT NOT NULL DEFAULT 'soft' CHECK (budget_mode IN ('soft', 'hard'));
+      CREATE TRIGGER memberships_limits_changed AFTER UPDATE OF rate_limit_rpm, budget_usd, budget_period, budget_mode
+      ON memberships FOR EACH ROW BEGIN
+        DELETE FROM key_changes WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 day');
+        INSERT INTO key_changes (key_id)
+          SELECT id FROM keys WHERE org_id = NEW.org_id AND account_id = NEW.account_id AND service = 0;
+      END;
+      CREATE TRIGGER memberships_limits_deleted AFTER DELETE ON memberships FOR EACH ROW
+      WHEN OLD.rate_limit_rpm IS NOT NULL OR OLD.budget_usd IS NOT NULL BEGIN
+        INSERT INTO key_changes (key_id)
+          SELECT id FROM keys WHERE org_id = OLD.org_id AND account_id = OLD.account_id AND service = 0;
+      END;
+    `,
+  },
+  {
     version: 19,
     name: 'provider key links',
     // The install owner's tie of a provider's API key id (its usage report's api_key_id) to a credential

@@ -24,6 +24,7 @@ import type {
   InviteRecord,
   KeyRecord,
   Membership,
+  MemberLimits,
   Org,
   OrgRole,
   SessionRecord,
@@ -64,6 +65,37 @@ function toKey(r: KeyRow): KeyRecord {
     service: r.service === 1,
     allowed_providers: r.allowed_providers === null ? null : (JSON.parse(r.allowed_providers) as Provider[]),
     allowed_models: r.allowed_models === null ? null : (JSON.parse(r.allowed_models) as string[]),
+  };
+}
+
+const KEY_COLUMNS_K = KEY_COLUMNS.split(', ')
+  .map((c) => `k.${c}`)
+  .join(', ');
+const MEMBER_LIMIT_COLUMNS = 'm.rate_limit_rpm, m.budget_usd, m.budget_period, m.budget_mode';
+/** A key's columns (unqualified names are the key's) with its member's limits beside them. */
+const MEMBER_LIMIT_JOIN =
+  'm.rate_limit_rpm AS m_rpm, m.budget_usd AS m_budget_usd, m.budget_period AS m_budget_period, ' +
+  'm.budget_mode AS m_budget_mode FROM keys k LEFT JOIN memberships m ' +
+  'ON k.service = 0 AND m.org_id = k.org_id AND m.account_id = k.account_id';
+interface MemberLimitsRow {
+  m_rpm: number | null;
+  m_budget_usd: number | null;
+  m_budget_period: MemberLimits['budget_period'];
+  m_budget_mode: MemberLimits['budget_mode'] | null;
+}
+const pickMemberLimits = (r: MemberLimits): MemberLimits => ({
+  rate_limit_rpm: r.rate_limit_rpm,
+  budget_usd: r.budget_usd,
+  budget_period: r.budget_period,
+  budget_mode: r.budget_mode,
+});
+function toMemberLimitsOrNull(r: MemberLimitsRow): MemberLimits | null {
+  if (r.m_rpm === null && r.m_budget_usd === null) return null;
+  return {
+    rate_limit_rpm: r.m_rpm,
+    budget_usd: r.m_budget_usd,
+    budget_period: r.m_budget_period,
+    budget_mode: r.m_budget_mode ?? 'soft',
   };
 }
 
@@ -248,8 +280,15 @@ export class SqliteConfigStore implements ConfigStore {
   }
 
   async getKeyByHash(hash: string): Promise<KeyRecord | null> {
-    const row = this.stmt<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash);
-    return row ? toKey(row) : null;
+    const row = this.stmt<[string], KeyRow & MemberLimitsRow>(
+      `SELECT ${KEY_COLUMNS_K}, ${MEMBER_LIMIT_JOIN} WHERE k.hash = ?`,
+    ).get(hash);
+    if (!row) return null;
+    const { m_rpm, m_budget_usd, m_budget_period, m_budget_mode, ...key } = row;
+    return {
+      ...toKey(key),
+      member_limits: toMemberLimitsOrNull({ m_rpm, m_budget_usd, m_budget_period, m_budget_mode }),
+    };
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
@@ -389,10 +428,34 @@ export class SqliteConfigStore implements ConfigStore {
   }
 
   async listMembers(orgId: string): Promise<Membership[]> {
-    return this.stmt<[string], Membership>(
-      `SELECT m.org_id, m.account_id, a.email, m.role, m.created_at FROM memberships m
+    return this.stmt<[string], Omit<Membership, 'limits'> & MemberLimits>(
+      `SELECT m.org_id, m.account_id, a.email, m.role, m.created_at, ${MEMBER_LIMIT_COLUMNS} FROM memberships m
        JOIN accounts a ON a.id = m.account_id WHERE m.org_id = ? ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 WHEN 'member' THEN 2 ELSE 3 END, m.created_at, a.email`,
-    ).all(orgId);
+    )
+      .all(orgId)
+      .map((r) => ({
+        org_id: r.org_id,
+        account_id: r.account_id,
+        email: r.email,
+        role: r.role,
+        created_at: r.created_at,
+        limits: pickMemberLimits(r),
+      }));
+  }
+
+  async getMemberLimits(orgId: string, accountId: string): Promise<MemberLimits | null> {
+    const row = this.stmt<[string, string], MemberLimits>(
+      `SELECT ${MEMBER_LIMIT_COLUMNS} FROM memberships m WHERE m.org_id = ? AND m.account_id = ?`,
+    ).get(orgId, accountId);
+    return row ? pickMemberLimits(row) : null;
+  }
+
+  async setMemberLimits(orgId: string, accountId: string, l: MemberLimits): Promise<MemberLimits | null> {
+    const res = this.stmt(
+      `UPDATE memberships SET rate_limit_rpm = ?, budget_usd = ?, budget_period = ?, budget_mode = ?
+       WHERE org_id = ? AND account_id = ?`,
+    ).run(l.rate_limit_rpm, l.budget_usd, l.budget_period, l.budget_mode, orgId, accountId);
+    return Number(res.changes) === 0 ? null : this.getMemberLimits(orgId, accountId);
   }
 
   async setMember(orgId: string, accountId: string, role: OrgRole): Promise<void> {

@@ -3,7 +3,16 @@ import { formatCost, formatDateTime, formatWaitShort } from '../lib/format.js';
 import { formatBudget } from '../lib/limits.js';
 
 /** A budget as it stands: spent of budget, a bar, and when the period resets. */
-export function BudgetMeter({ k, b, now }: { k: KeyView; b: KeyBudgetStatus; now: number }) {
+export function BudgetMeter({
+  k,
+  b,
+  now,
+}: {
+  /** A key's budget, or a member's across their keys. */
+  k: Pick<KeyView, 'budget_period' | 'budget_mode'>;
+  b: KeyBudgetStatus;
+  now: number;
+}) {
   const share = b.budget_usd > 0 ? Math.min(1, b.spent_usd / b.budget_usd) : 1;
   const period = k.budget_period ?? 'month';
   const label = `${formatCost(b.spent_usd)} of ${formatBudget(b.budget_usd)}/${period}${k.budget_mode === 'hard' ? ' (hard)' : ''}`;

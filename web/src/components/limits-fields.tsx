@@ -139,12 +139,15 @@ export function LimitsFields({
   errors,
   disabled,
   onChange,
+  member = false,
 }: {
   idPrefix: string;
   draft: LimitsDraft;
   errors: FieldErrors;
   disabled?: boolean;
   onChange: (d: LimitsDraft) => void;
+  /** A member's limits across their keys: requests per minute and a budget only. */
+  member?: boolean;
 }) {
   const set = (patch: Partial<LimitsDraft>): void => onChange({ ...draft, ...patch });
   const id = (s: string): string => `${idPrefix}-${s}`;
@@ -153,42 +156,46 @@ export function LimitsFields({
   const providers = providerIds(useSession().info);
   return (
     <fieldset className="limits-fields" disabled={disabled}>
-      <fieldset className="field" aria-describedby={id('providers-hint')}>
-        <legend>Providers</legend>
-        <div className="checks">
-          {providers.map((p) => (
-            <label key={p} className="check">
-              <input
-                type="checkbox"
-                checked={draft.providers.includes(p)}
-                onChange={(e) =>
-                  set({
-                    providers: e.target.checked
-                      ? [...draft.providers, p]
-                      : draft.providers.filter((x) => x !== p),
-                  })
-                }
-              />
-              {providerLabel(p)}
-            </label>
-          ))}
-        </div>
-        <span id={id('providers-hint')} className="hint">
-          None ticked: any provider.
-        </span>
-        <FieldError id={id('providers-error')} message={errors.providers} />
-      </fieldset>
+      {!member && (
+        <>
+          <fieldset className="field" aria-describedby={id('providers-hint')}>
+            <legend>Providers</legend>
+            <div className="checks">
+              {providers.map((p) => (
+                <label key={p} className="check">
+                  <input
+                    type="checkbox"
+                    checked={draft.providers.includes(p)}
+                    onChange={(e) =>
+                      set({
+                        providers: e.target.checked
+                          ? [...draft.providers, p]
+                          : draft.providers.filter((x) => x !== p),
+                      })
+                    }
+                  />
+                  {providerLabel(p)}
+                </label>
+              ))}
+            </div>
+            <span id={id('providers-hint')} className="hint">
+              None ticked: any provider.
+            </span>
+            <FieldError id={id('providers-error')} message={errors.providers} />
+          </fieldset>
 
-      <div className="field">
-        <label htmlFor={id('models')}>Models</label>
-        <ModelChips
-          id={id('models')}
-          models={draft.models}
-          input={draft.modelInput}
-          error={errors.models}
-          onChange={(models, modelInput) => set({ models, modelInput })}
-        />
-      </div>
+          <div className="field">
+            <label htmlFor={id('models')}>Models</label>
+            <ModelChips
+              id={id('models')}
+              models={draft.models}
+              input={draft.modelInput}
+              error={errors.models}
+              onChange={(models, modelInput) => set({ models, modelInput })}
+            />
+          </div>
+        </>
+      )}
 
       <div className="field">
         <label htmlFor={id('rpm')}>Requests per minute</label>
@@ -198,52 +205,61 @@ export function LimitsFields({
           invalid={Boolean(errors.rpm)}
           onChange={(v) => set({ rpm: v })}
         />
-        <label className="sr-only" htmlFor={id('scope')}>
-          What counts
-        </label>
-        <select
-          id={id('scope')}
-          value={draft.scope}
-          onChange={(e) => set({ scope: e.target.value as RpmScope })}
-        >
-          <option value="billable">billable calls</option>
-          <option value="all">every call</option>
-        </select>
+        {!member && (
+          <>
+            <label className="sr-only" htmlFor={id('scope')}>
+              What counts
+            </label>
+            <select
+              id={id('scope')}
+              value={draft.scope}
+              onChange={(e) => set({ scope: e.target.value as RpmScope })}
+            >
+              <option value="billable">billable calls</option>
+              <option value="all">every call</option>
+            </select>
+          </>
+        )}
         <span id={id('rpm-hint')} className="hint">
-          Sliding one-minute window. Billable calls: model lists, retrievals and token counting do not count.
-          Empty: no limit.
+          {member
+            ? 'All of the member’s keys here together, beside each key’s own limit. Billable calls only. Empty: no limit.'
+            : 'Sliding one-minute window. Billable calls: model lists, retrievals and token counting do not count. Empty: no limit.'}
         </span>
         <FieldError id={id('rpm-error')} message={errors.rpm} />
       </div>
 
-      <div className="field">
-        <label htmlFor={id('tpm')}>Tokens per minute</label>
-        <CountInput
-          id={id('tpm')}
-          value={draft.tpm}
-          invalid={Boolean(errors.tpm)}
-          onChange={(v) => set({ tpm: v })}
-        />
-        <span id={id('tpm-hint')} className="hint">
-          Input and output. A request counts its prompt and its max output while in flight, its real tokens
-          once done. Empty: no limit.
-        </span>
-        <FieldError id={id('tpm-error')} message={errors.tpm} />
-      </div>
+      {!member && (
+        <>
+          <div className="field">
+            <label htmlFor={id('tpm')}>Tokens per minute</label>
+            <CountInput
+              id={id('tpm')}
+              value={draft.tpm}
+              invalid={Boolean(errors.tpm)}
+              onChange={(v) => set({ tpm: v })}
+            />
+            <span id={id('tpm-hint')} className="hint">
+              Input and output. A request counts its prompt and its max output while in flight, its real
+              tokens once done. Empty: no limit.
+            </span>
+            <FieldError id={id('tpm-error')} message={errors.tpm} />
+          </div>
 
-      <div className="field">
-        <label htmlFor={id('concurrent')}>Requests at once</label>
-        <CountInput
-          id={id('concurrent')}
-          value={draft.concurrent}
-          invalid={Boolean(errors.concurrent)}
-          onChange={(v) => set({ concurrent: v })}
-        />
-        <span id={id('concurrent-hint')} className="hint">
-          Requests in flight at the same time. Empty: no limit.
-        </span>
-        <FieldError id={id('concurrent-error')} message={errors.concurrent} />
-      </div>
+          <div className="field">
+            <label htmlFor={id('concurrent')}>Requests at once</label>
+            <CountInput
+              id={id('concurrent')}
+              value={draft.concurrent}
+              invalid={Boolean(errors.concurrent)}
+              onChange={(v) => set({ concurrent: v })}
+            />
+            <span id={id('concurrent-hint')} className="hint">
+              Requests in flight at the same time. Empty: no limit.
+            </span>
+            <FieldError id={id('concurrent-error')} message={errors.concurrent} />
+          </div>
+        </>
+      )}
 
       <div className="field">
         <label htmlFor={id('budget')}>Budget (USD)</label>
@@ -294,7 +310,13 @@ export function LimitsFields({
             ? `Hard: each request reserves its most expensive outcome first and is refused if that would pass the budget. Calls keyrelay cannot price are ${draft.unpriced === 'allow' ? 'let through and count their known cost only' : 'refused'}.`
             : 'Soft: a request in progress can overshoot it. Requests with an unknown price do not count.'}
         </span>
-        {draft.mode === 'hard' && (
+        {member && (
+          <span className="hint">
+            Spent by all of the member’s keys here together; each key’s own budget applies too, and the
+            tighter one refuses.
+          </span>
+        )}
+        {draft.mode === 'hard' && !member && (
           <div className="unpriced-row">
             <label htmlFor={id('unpriced')}>Calls keyrelay cannot price</label>
             <select
@@ -311,77 +333,80 @@ export function LimitsFields({
         <FieldError id={id('budget-error')} message={errors.budget} />
       </div>
 
-      <fieldset className="field per-end-user" aria-describedby={id('user-hint')}>
-        <legend>Per end user</legend>
-        <span id={id('user-hint')} className="hint">
-          Each end user the requests name (<code>proxy-user</code>, Helicone-User-Id, or the body’s{' '}
-          <code>user</code>) on its own, under the key’s limits. Requests that name none are not capped here.
-        </span>
-        <div className="field">
-          <label htmlFor={id('user-rpm')}>Calls per minute per end user</label>
-          <CountInput
-            id={id('user-rpm')}
-            value={draft.userRpm}
-            invalid={Boolean(errors.userRpm)}
-            onChange={(v) => set({ userRpm: v })}
-          />
-          <span id={id('user-rpm-hint')} className="hint">
-            Counted like the key’s. Empty: no limit.
+      {!member && (
+        <fieldset className="field per-end-user" aria-describedby={id('user-hint')}>
+          <legend>Per end user</legend>
+          <span id={id('user-hint')} className="hint">
+            Each end user the requests name (<code>proxy-user</code>, Helicone-User-Id, or the body’s{' '}
+            <code>user</code>) on its own, under the key’s limits. Requests that name none are not capped
+            here.
           </span>
-          <FieldError id={id('user-rpm-error')} message={errors.userRpm} />
-        </div>
-        <div className="field">
-          <label htmlFor={id('user-budget')}>Budget per end user (USD)</label>
-          <div className="budget-row">
-            <span className="input-prefix">
-              <span aria-hidden="true">$</span>
-              <input
-                id={id('user-budget')}
-                type="number"
-                inputMode="decimal"
-                min={0.01}
-                step={0.01}
-                value={draft.userBudget}
-                placeholder="No budget"
-                aria-describedby={id('user-budget-hint')}
-                aria-invalid={errors.userBudget ? true : undefined}
-                onChange={(e) => set({ userBudget: e.target.value })}
-              />
+          <div className="field">
+            <label htmlFor={id('user-rpm')}>Calls per minute per end user</label>
+            <CountInput
+              id={id('user-rpm')}
+              value={draft.userRpm}
+              invalid={Boolean(errors.userRpm)}
+              onChange={(v) => set({ userRpm: v })}
+            />
+            <span id={id('user-rpm-hint')} className="hint">
+              Counted like the key’s. Empty: no limit.
             </span>
-            <label className="sr-only" htmlFor={id('user-period')}>
-              Period of the budget per end user
-            </label>
-            <select
-              id={id('user-period')}
-              value={draft.userPeriod}
-              disabled={!userBudgetSet}
-              onChange={(e) => set({ userPeriod: e.target.value as BudgetPeriod })}
-            >
-              <option value="day">per day</option>
-              <option value="month">per month</option>
-            </select>
-            <label className="sr-only" htmlFor={id('user-mode')}>
-              Mode of the budget per end user
-            </label>
-            <select
-              id={id('user-mode')}
-              value={draft.userMode}
-              disabled={!userBudgetSet}
-              onChange={(e) => set({ userMode: e.target.value as BudgetMode })}
-            >
-              <option value="soft">soft</option>
-              <option value="hard">hard</option>
-            </select>
+            <FieldError id={id('user-rpm-error')} message={errors.userRpm} />
           </div>
-          <span id={id('user-budget-hint')} className="hint">
-            {draft.userMode === 'hard'
-              ? 'Hard: reserved per request as for the key’s hard budget; calls keyrelay cannot price follow the key’s setting.'
-              : 'Soft: a request in progress can overshoot it.'}{' '}
-            Empty: no budget.
-          </span>
-          <FieldError id={id('user-budget-error')} message={errors.userBudget} />
-        </div>
-      </fieldset>
+          <div className="field">
+            <label htmlFor={id('user-budget')}>Budget per end user (USD)</label>
+            <div className="budget-row">
+              <span className="input-prefix">
+                <span aria-hidden="true">$</span>
+                <input
+                  id={id('user-budget')}
+                  type="number"
+                  inputMode="decimal"
+                  min={0.01}
+                  step={0.01}
+                  value={draft.userBudget}
+                  placeholder="No budget"
+                  aria-describedby={id('user-budget-hint')}
+                  aria-invalid={errors.userBudget ? true : undefined}
+                  onChange={(e) => set({ userBudget: e.target.value })}
+                />
+              </span>
+              <label className="sr-only" htmlFor={id('user-period')}>
+                Period of the budget per end user
+              </label>
+              <select
+                id={id('user-period')}
+                value={draft.userPeriod}
+                disabled={!userBudgetSet}
+                onChange={(e) => set({ userPeriod: e.target.value as BudgetPeriod })}
+              >
+                <option value="day">per day</option>
+                <option value="month">per month</option>
+              </select>
+              <label className="sr-only" htmlFor={id('user-mode')}>
+                Mode of the budget per end user
+              </label>
+              <select
+                id={id('user-mode')}
+                value={draft.userMode}
+                disabled={!userBudgetSet}
+                onChange={(e) => set({ userMode: e.target.value as BudgetMode })}
+              >
+                <option value="soft">soft</option>
+                <option value="hard">hard</option>
+              </select>
+            </div>
+            <span id={id('user-budget-hint')} className="hint">
+              {draft.userMode === 'hard'
+                ? 'Hard: reserved per request as for the key’s hard budget; calls keyrelay cannot price follow the key’s setting.'
+                : 'Soft: a request in progress can overshoot it.'}{' '}
+              Empty: no budget.
+            </span>
+            <FieldError id={id('user-budget-error')} message={errors.userBudget} />
+          </div>
+        </fieldset>
+      )}
     </fieldset>
   );
 }

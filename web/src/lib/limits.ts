@@ -4,7 +4,7 @@
  * server's (src/limits/settings.ts) so most mistakes are caught before a round trip; the server stays the
  * judge and its message is shown next to the field it names.
  */
-import type { KeyLimits, Provider } from '../api.js';
+import type { KeyLimits, MemberLimits, Provider } from '../api.js';
 import { providerLabel } from './format.js';
 
 export type BudgetPeriod = 'day' | 'month';
@@ -280,3 +280,14 @@ export const ERROR_CODE_EXPLANATIONS: Record<string, string> = {
   proxy_upstream_dropped:
     'The provider closed the connection mid-response; the caller got an incomplete response.',
 };
+
+/** A member's limits across their keys in a few words, e.g. "60 rpm · $25/day (hard)"; null without any. */
+export function summarizeMemberLimits(l: MemberLimits): string | null {
+  const parts: string[] = [];
+  if (l.rate_limit_rpm !== null) parts.push(`${l.rate_limit_rpm.toLocaleString('en-US')} rpm`);
+  if (l.budget_usd !== null)
+    parts.push(
+      `${formatBudget(l.budget_usd)}/${l.budget_period ?? 'month'}${l.budget_mode === 'hard' ? ' (hard)' : ''}`,
+    );
+  return parts.length > 0 ? parts.join(' · ') : null;
+}

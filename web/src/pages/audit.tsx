@@ -23,6 +23,7 @@ const ACTIONS = [
   'member.invite',
   'member.join',
   'member.role',
+  'member.limits',
   'member.remove',
   'invite.revoke',
   'org.create',

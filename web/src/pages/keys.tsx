@@ -1,5 +1,11 @@
 import { useEffect, useState } from 'react';
-import { api, type KeyBudgetStatus, type KeyRateStatus, type KeyView } from '../api.js';
+import {
+  api,
+  type KeyBudgetStatus,
+  type KeyRateStatus,
+  type KeyView,
+  type MemberLimitsView,
+} from '../api.js';
 import { useAction } from '../lib/use-action.js';
 import { KeyStatusBadge } from '../components/badge.js';
 import { CreateKeyDialog, RevokeKeyDialog, RollKeyDialog } from '../components/key-dialogs.js';
@@ -176,6 +182,25 @@ function rollPairs(keys: KeyView[]): Map<string, 'old' | 'new'> {
   return roles;
 }
 
+/** The limits an admin set on the caller across all their keys here, with their budget's spend. */
+function MemberLimitsNote({ view }: { view: MemberLimitsView }) {
+  const rpm = view.limits.rate_limit_rpm;
+  return (
+    <section
+      className="card section member-limits-note"
+      aria-label="Your limits across your keys"
+      data-testid="member-limits"
+    >
+      <p className="small">
+        <strong>Your limits across all your keys here</strong>{' '}
+        <span className="muted">(set by an admin; each key&rsquo;s own limits apply too)</span>
+      </p>
+      {rpm !== null && <p className="small">{rpm.toLocaleString('en-US')} requests per minute</p>}
+      {view.budget && <BudgetMeter k={view.limits} b={view.budget} now={Date.now()} />}
+    </section>
+  );
+}
+
 export function KeysPage() {
   const keys = useAsync(() => api.listKeys(), []);
   const { query } = useLocation();
@@ -214,6 +239,7 @@ export function KeysPage() {
           </button>
         }
       />
+      {keys.data?.member && <MemberLimitsNote view={keys.data.member} />}
       {keys.error ? (
         <ErrorState error={keys.error} onRetry={keys.reload} />
       ) : keys.data && all.length === 0 ? (

@@ -8,9 +8,11 @@ import { api, currentOrg, setCurrentOrg, type Membership, type OrgRole, type Org
 import { Badge } from '../components/badge.js';
 import { CopyButton } from '../components/copy-button.js';
 import { Dialog } from '../components/dialog.js';
+import { MemberLimitsDialog } from '../components/member-limits-dialog.js';
 import { PageHeader } from '../components/page-header.js';
 import { EmptyState, ErrorState, LoadingState } from '../components/states.js';
 import { formatDate, formatRelative } from '../lib/format.js';
+import { summarizeMemberLimits } from '../lib/limits.js';
 import { useAction } from '../lib/use-action.js';
 import { useAsync } from '../lib/use-async.js';
 import { useSession } from '../session.js';
@@ -233,6 +235,7 @@ function Members({ org }: { org: OrgView }) {
   const { account } = useSession();
   const members = useAsync(() => api.listMembers(org.id), [org.id]);
   const [removing, setRemoving] = useState<Membership | null>(null);
+  const [limiting, setLimiting] = useState<Membership | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   const canManage = manages(org.role);
 
@@ -259,6 +262,7 @@ function Members({ org }: { org: OrgView }) {
               <th scope="col">Email</th>
               <th scope="col">Role</th>
               <th scope="col">Joined</th>
+              <th scope="col">Limits</th>
               <th scope="col">
                 <span className="sr-only">Actions</span>
               </th>
@@ -292,17 +296,32 @@ function Members({ org }: { org: OrgView }) {
                     )}
                   </td>
                   <td data-label="Joined">{formatDate(m.created_at)}</td>
+                  <td data-label="Limits">
+                    {summarizeMemberLimits(m.limits) ?? <span className="muted">None</span>}
+                  </td>
                   <td className="actions-cell">
-                    {editable && m.account_id !== account.id && (
-                      <button
-                        type="button"
-                        className="btn btn-danger-ghost btn-xs"
-                        aria-label={`Remove ${m.email}`}
-                        onClick={() => setRemoving(m)}
-                      >
-                        Remove
-                      </button>
-                    )}
+                    <div className="row-actions">
+                      {editable && (
+                        <button
+                          type="button"
+                          className="btn btn-secondary btn-xs"
+                          aria-label={`Limits of ${m.email}`}
+                          onClick={() => setLimiting(m)}
+                        >
+                          Limits
+                        </button>
+                      )}
+                      {editable && m.account_id !== account.id && (
+                        <button
+                          type="button"
+                          className="btn btn-danger-ghost btn-xs"
+                          aria-label={`Remove ${m.email}`}
+                          onClick={() => setRemoving(m)}
+                        >
+                          Remove
+                        </button>
+                      )}
+                    </div>
                   </td>
                 </tr>
               );
@@ -310,6 +329,12 @@ function Members({ org }: { org: OrgView }) {
           </tbody>
         </table>
       </div>
+      <MemberLimitsDialog
+        org={org.id}
+        member={limiting}
+        onClose={() => setLimiting(null)}
+        onSaved={members.reload}
+      />
       <RemoveDialog
         org={org}
         member={removing}
