@@ -2,8 +2,9 @@
  * Alerts against real HTTP receivers started here: a budget crossed is delivered once per threshold, signed
  * so that docs/alerts.md's own verification snippet accepts it; 500s are retried; a receiver that never
  * answers or answers 3xx leaves a clear error in the delivery log and delays no proxied call; Slack's body;
- * error-rate and spend-spike rules; webhook targets refused (loopback, private, keyrelay itself); and two
- * instances on one PostgreSQL database crossing a threshold together deliver it once.
+ * error-rate and spend-spike rules; webhook targets refused (loopback, private, keyrelay itself); two
+ * instances on one PostgreSQL database crossing a threshold together deliver it once; and a webhook name
+ * whose resolver changes its answer between check and connect (DNS rebinding) reaches only what was checked.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
@@ -451,6 +452,89 @@ describe('two instances on one database', () => {
       await settled(u.c, u.accountId, 1);
       await new Promise((r) => setTimeout(r, 300));
       expect(rx.got).toHaveLength(1);
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+describe('webhook names resolved once per attempt', () => {
+  /**
+   * The resolver keyrelay's production code is given (config `alerts.lookup`): a name under the test's
+   * control that answers `first` for the first `times` queries and `then` after, as a DNS server with TTL 0
+   * does when it rebinds a name between keyrelay's check and its connect.
+   */
+  const names = new Map<string, { first: string; times: number; then: string; asked: number }>();
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness(
+      {},
+      {
+        alerts: {
+          ...TUNING.alerts,
+          lookup: (host) => {
+            const n = names.get(host);
+            if (!n) return Promise.reject(new Error(`getaddrinfo ENOTFOUND ${host}`));
+            return Promise.resolve([n.asked++ < n.times ? n.first : n.then]);
+          },
+        },
+      },
+    );
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  async function ruleTo(u: { c: Client; accountId: string }, url: string): Promise<void> {
+    const made = await u.c.post(`/orgs/${u.accountId}/alerts`, {
+      name: 'budget',
+      kind: 'budget',
+      params: { budget_usd: 0.000001, period: 'day', thresholds: [50] },
+      url,
+    });
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+  }
+
+  it('never connects to a loopback address a name turned to after its public answer was checked', async () => {
+    const rx = await startReceiver();
+    try {
+      await h.kr.services.configStore.setSetting('alerts_allow_private_targets', 'false');
+      const port = new URL(rx.url).port;
+      // Public when the rule is saved and when the attempt is checked; loopback from then on.
+      names.set('hooks.rebind.test', { first: '203.0.113.7', times: 2, then: '127.0.0.1', asked: 0 });
+      const u = await signIn(h, `rebind-${Date.now()}@example.com`);
+      await ruleTo(u, `http://hooks.rebind.test:${port}/hook`);
+      await chat(h, u.key);
+      await h.flushLog();
+      await h.kr.services.alerts.runOnce();
+      const [d] = await settled(u.c, u.accountId, 1);
+      expect(rx.got).toHaveLength(0);
+      expect(d!.state).toBe('failed');
+      expect(d!.error).toMatch(/loopback or private/);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('connects to the address it checked, with the name in Host, when private targets are allowed', async () => {
+    const rx = await startReceiver();
+    try {
+      await h.kr.services.configStore.setSetting('alerts_allow_private_targets', 'true');
+      const port = new URL(rx.url).port;
+      // The receiver listens on 127.0.0.1 only: a second resolution (127.0.0.2) would be refused.
+      names.set('hooks.pinned.test', { first: '127.0.0.1', times: 2, then: '127.0.0.2', asked: 0 });
+      const u = await signIn(h, `pinned-${Date.now()}@example.com`);
+      await ruleTo(u, `http://hooks.pinned.test:${port}/hook`);
+      await chat(h, u.key);
+      await h.flushLog();
+      await h.kr.services.alerts.runOnce();
+      const [d] = await settled(u.c, u.accountId, 1);
+      expect(d!.state, d!.error ?? '').toBe('delivered');
+      expect(d!.attempts).toBe(1);
+      expect(rx.got).toHaveLength(1);
+      expect(rx.got[0]!.headers.host).toBe(`hooks.pinned.test:${port}`);
+      expect(names.get('hooks.pinned.test')!.asked).toBe(2);
     } finally {
       await rx.close();
     }

@@ -3,13 +3,12 @@
  * log, claims each occasion in the config store (one instance wins it: the claim is a unique row), and the
  * winner sends the signed webhook with retries. Nothing here runs on a proxied request's time.
  */
-import { Agent } from 'undici';
 import { newId } from '../ids.js';
 import type { AlertRule } from '../store/alert-types.js';
 import type { ConfigStore, LogStore } from '../store/types.js';
 import { deliverAlert } from './deliver.js';
 import { evaluateRule, type Occasion } from './evaluate.js';
-import { privateTargetsAllowed, type TargetPolicy } from './target.js';
+import { privateTargetsAllowed, type HostLookup, type TargetPolicy } from './target.js';
 
 export { ALLOW_PRIVATE_SETTING, checkTarget, privateTargetsAllowed } from './target.js';
 export { signAlert } from './deliver.js';
@@ -20,6 +19,8 @@ export interface AlertTuning {
   intervalMs: number;
   retryDelaysMs: readonly number[];
   timeoutMs: number;
+  /** How webhook names are resolved: the system's resolver unless a test gives its own. */
+  lookup?: HostLookup;
 }
 
 /**
@@ -63,13 +64,13 @@ export function startAlerts(
   log: Log,
 ): AlertJob {
   const { configStore, logStore } = stores;
-  const dispatcher = new Agent({ connections: 4, keepAliveTimeout: 1_000 });
   const deliveries = new Set<Promise<void>>();
   let stopped = false;
   const stopping = new AbortController();
   let round: Promise<void> | null = null;
   const policy = async (): Promise<TargetPolicy> => ({
     allowPrivate: await privateTargetsAllowed(configStore),
+    lookup: tuning.lookup,
     ...self(),
   });
 
@@ -98,13 +99,7 @@ export function startAlerts(
             error: null,
             updated_at: d.created_at,
           };
-          const sent = deliverAlert(
-            configStore,
-            full,
-            rule,
-            { ...tuning, dispatcher, policy },
-            stopping.signal,
-          )
+          const sent = deliverAlert(configStore, full, rule, { ...tuning, policy }, stopping.signal)
             .catch((err: unknown) => log.warn({ err, rule: rule.id }, 'alert delivery could not be recorded'))
             .finally(() => deliveries.delete(sent));
           deliveries.add(sent);
@@ -132,7 +127,6 @@ export function startAlerts(
       clearInterval(timer);
       await round;
       await Promise.allSettled([...deliveries]);
-      await dispatcher.close();
     },
   };
 }
