@@ -143,6 +143,7 @@ export interface Config {
     timeoutMs: number;
     /** How webhook host names are resolved (the system's resolver unless a test gives its own). */
     lookup?: (host: string) => Promise<string[]>;
+    leaseMarginMs?: number;
   };
   /** Console sign-in and sign-up throttling (accounts/throttle.ts). */
   loginThrottle?: { windowMs: number; maxPerEmail: number; maxPerIp: number };

@@ -21,6 +21,8 @@ export interface DeliveryOptions {
   retryDelaysMs: readonly number[];
   /** One attempt's limit, connect to the end of the answer. */
   timeoutMs: number;
+  /** LEASE_MARGIN_MS unless a test shortens it. */
+  leaseMarginMs?: number;
   policy: () => Promise<TargetPolicy>;
 }
 
@@ -96,7 +98,21 @@ async function send(
   }
 }
 
-/** Runs every attempt of a claimed delivery; resolves when it is delivered or given up. Never throws. */
+/**
+ * How long past an attempt's due time its sender still holds the delivery: the attempt's own limit is added
+ * to this. It covers the resolver, the config store's write and clocks of instances a few seconds apart.
+ */
+export const LEASE_MARGIN_MS = 30_000;
+
+/** Until when the sender of an attempt due `inMs` from now holds its delivery. */
+export function leaseUntil(inMs: number, opts: Pick<DeliveryOptions, 'timeoutMs' | 'leaseMarginMs'>): string {
+  return new Date(Date.now() + inMs + opts.timeoutMs + (opts.leaseMarginMs ?? LEASE_MARGIN_MS)).toISOString();
+}
+
+/**
+ * Runs the attempts of a claimed delivery that are left (after its `attempts`); resolves when it is
+ * delivered or given up. Between attempts the lease is renewed to cover the wait and the next attempt.
+ */
 export async function deliverAlert(
   store: Pick<ConfigStore, 'updateAlertDelivery'>,
   d: AlertDelivery,
@@ -104,7 +120,7 @@ export async function deliverAlert(
   opts: DeliveryOptions,
   stopped: AbortSignal,
 ): Promise<void> {
-  for (let n = 1; ; n++) {
+  for (let n = d.attempts + 1; ; n++) {
     const a = await attempt(d, target, opts);
     const last = a.ok || !a.retry || n > opts.retryDelaysMs.length || stopped.aborted;
     await store.updateAlertDelivery(d.id, {
@@ -113,6 +129,7 @@ export async function deliverAlert(
       response_status: a.status,
       error: a.ok ? null : last && a.retry ? `${a.error} (gave up after ${n} attempts)` : a.error,
       updated_at: new Date().toISOString(),
+      lease_until: last ? null : leaseUntil(opts.retryDelaysMs[n - 1]!, opts),
     });
     if (last) return;
     // Stopping ends the wait: the next attempt is then the last.

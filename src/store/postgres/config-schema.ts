@@ -376,4 +376,16 @@ export const CONFIG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX alert_deliveries_org ON alert_deliveries(org_id, id);
     `,
   },
+  {
+    version: 20,
+    name: 'alert delivery leases',
+    // The instance sending a delivery holds it until lease_until (its next attempt's time and then some);
+    // a pending delivery past it lost its sender and another instance takes it over. Deliveries pending
+    // from before this are past theirs at once.
+    sql: `
+      ALTER TABLE alert_deliveries ADD COLUMN lease_until timestamptz;
+      UPDATE alert_deliveries SET lease_until = updated_at WHERE state = 'pending';
+      CREATE INDEX alert_deliveries_lease ON alert_deliveries(lease_until) WHERE state = 'pending';
+    `,
+  },
 ];

@@ -169,6 +169,7 @@ export class PgConfigStore implements ConfigStore {
     this.claimAlertDelivery = alerts.claimAlertDelivery;
     this.updateAlertDelivery = alerts.updateAlertDelivery;
     this.listAlertDeliveries = alerts.listAlertDeliveries;
+    this.takeOverAlertDeliveries = alerts.takeOverAlertDeliveries;
   }
 
   readonly createAlertRule: AlertStore['createAlertRule'];
@@ -179,6 +180,7 @@ export class PgConfigStore implements ConfigStore {
   readonly claimAlertDelivery: AlertStore['claimAlertDelivery'];
   readonly updateAlertDelivery: AlertStore['updateAlertDelivery'];
   readonly listAlertDeliveries: AlertStore['listAlertDeliveries'];
+  readonly takeOverAlertDeliveries: AlertStore['takeOverAlertDeliveries'];
 
   private async rows(sql: string, params: unknown[]): Promise<Row[]> {
     return (await this.pool.query<Row>(sql, params)).rows;

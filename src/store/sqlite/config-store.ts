@@ -96,6 +96,7 @@ export class SqliteConfigStore implements ConfigStore {
     this.claimAlertDelivery = alerts.claimAlertDelivery;
     this.updateAlertDelivery = alerts.updateAlertDelivery;
     this.listAlertDeliveries = alerts.listAlertDeliveries;
+    this.takeOverAlertDeliveries = alerts.takeOverAlertDeliveries;
   }
 
   readonly createAlertRule: AlertStore['createAlertRule'];
@@ -106,6 +107,7 @@ export class SqliteConfigStore implements ConfigStore {
   readonly claimAlertDelivery: AlertStore['claimAlertDelivery'];
   readonly updateAlertDelivery: AlertStore['updateAlertDelivery'];
   readonly listAlertDeliveries: AlertStore['listAlertDeliveries'];
+  readonly takeOverAlertDeliveries: AlertStore['takeOverAlertDeliveries'];
 
   async migrate(): Promise<void> {
     runSqliteMigrations(this.db, CONFIG_MIGRATIONS);
