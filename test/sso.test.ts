@@ -369,6 +369,45 @@ describe('SSO-only', () => {
   });
 });
 
+describe('SSO-only and sessions already open', () => {
+  it("ends members' password sessions at their next request, and keeps their SSO sessions and owners'", async () => {
+    expect((await owner.put(`/orgs/${acme}/sso`, connection())).status).toBe(200);
+    idp.users.set('dave', { password: PASSWORD, email: 'dave@acme.test' });
+    const byPassword = s.client();
+    await byPassword.signup('dave@acme.test');
+    const dave = (await s.configStore.getAccountByEmail('dave@acme.test'))!.id;
+    await s.configStore.setMember(acme, dave, 'member');
+    const bySso = s.client();
+    bySso.cookie = (await ssoSignIn('dave@acme.test', 'dave')).session!;
+    // A second owner, signed in with a password, demoted to member once SSO-only is on.
+    const erinClient = s.client();
+    await erinClient.signup('erin@acme.test');
+    const erin = (await s.configStore.getAccountByEmail('erin@acme.test'))!.id;
+    await s.configStore.setMember(acme, erin, 'owner');
+    for (const c of [byPassword, bySso, erinClient, owner]) expect((await c.get('/me')).status).toBe(200);
+
+    try {
+      expect((await owner.put(`/orgs/${acme}/sso`, { ...connection(), sso_only: true })).status).toBe(200);
+      const ended = await byPassword.get('/me');
+      expect([ended.status, ended.json.error.code]).toEqual([401, 'not_authenticated']);
+      expect(String(ended.headers['set-cookie'])).toMatch(/^kr_session=;/);
+      expect((await byPassword.get(`/orgs`)).status).toBe(401);
+      expect((await bySso.get('/me')).status).toBe(200);
+      expect((await erinClient.get('/me')).status).toBe(200);
+      expect((await owner.get('/me')).status).toBe(200);
+      await s.configStore.setMember(acme, erin, 'member');
+      expect((await erinClient.get('/me')).status).toBe(401);
+      expect((await owner.get('/me')).status).toBe(200);
+    } finally {
+      await owner.put(`/orgs/${acme}/sso`, connection());
+    }
+    // With password sign-in allowed again, a new password session lives.
+    const again = s.client();
+    expect((await again.post('/login', { email: 'dave@acme.test', password: PASSWORD })).status).toBe(200);
+    expect((await again.get('/me')).status).toBe(200);
+  });
+});
+
 describe('an identity provider that is down', () => {
   it('answers 502 sso_unavailable at the start, and password sign-in still works', async () => {
     const down = await startIdp({ clients: [], users: {} });

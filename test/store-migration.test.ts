@@ -858,7 +858,7 @@ describe('config migration 12 (caps per end user) after 13, as on a database dep
   });
 });
 
-describe('config migration 20 (alert delivery leases) keeps every delivery; one left pending is taken over', () => {
+describe('config migration 20 keeps every delivery and session; a pending delivery is taken over, a session is of unknown method', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();
@@ -869,6 +869,8 @@ describe('config migration 20 (alert delivery leases) keeps every delivery; one 
     `INSERT INTO alert_rules (id, org_id, name, scope, kind, params, url, format, secret, created_at, created_by)
      VALUES ('r1', 'o1', 'budget', 'org', 'budget', '{"budget_usd":1,"period":"day","thresholds":[50]}',
        'https://hooks.example.com/x', 'json', 'whsec_x', '${NOW}', 'a1')`,
+    `INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at)
+     VALUES ('s1', 'a1', '${NOW}', '${NOW}', '2099-01-01T00:00:00.000Z')`,
     ...['pending', 'delivered'].map(
       (state, i) => `INSERT INTO alert_deliveries
          (id, rule_id, org_id, dedupe_key, payload, state, attempts, created_at, updated_at)
@@ -883,6 +885,7 @@ describe('config migration 20 (alert delivery leases) keeps every delivery; one 
     ]);
     const taken = await store.takeOverAlertDeliveries(new Date().toISOString(), new Date().toISOString(), 10);
     expect(taken.map((d) => [d.id, d.attempts])).toEqual([['d0', 1]]);
+    expect(await store.getSession('s1')).toMatchObject({ account_id: 'a1', via: null });
   };
 
   it('on SQLite', async () => {

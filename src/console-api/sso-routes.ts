@@ -174,7 +174,7 @@ export function registerSsoRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
         });
       }
       if (attemptId) await ctx.throttle.recordSuccess({ ip: request.ip }, attemptId);
-      await startSession(ctx, request, reply, account.id);
+      await startSession(ctx, request, reply, account.id, 'sso');
       return reply.redirect('/', 303);
     } catch (err) {
       if (!(err instanceof SsoRefused)) throw err;

@@ -222,7 +222,11 @@ export interface SessionRecord {
   created_at: string;
   last_seen_at: string;
   expires_at: string; // absolute expiry
+  /** How the session was signed in; null for one from before this was recorded (taken as `password`). */
+  via: SessionVia | null;
 }
+
+export type SessionVia = 'password' | 'sso';
 
 /** An account's name for a provider credential, by its keyed fingerprint (RequestLogRow.credential_fingerprint). */
 export interface CredentialLabel {

@@ -750,6 +750,7 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         created_at: iso(T0),
         last_seen_at: iso(T0),
         expires_at: iso(T0 + 86_400_000),
+        via: 'sso' as const,
       };
       await cfg.createSession(s);
       expect(await cfg.getSession(s.id_hash)).toEqual(s);
@@ -769,6 +770,7 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         created_at: iso(T0),
         last_seen_at: iso(T0),
         expires_at: iso(T0 + 1000),
+        via: 'password' as const,
       });
       const [a1, a2, b1] = [mk(a.id), mk(a.id), mk(b.id)];
       for (const s of [a1, a2, b1]) await cfg.createSession(s);

@@ -640,14 +640,15 @@ export class SqliteConfigStore implements ConfigStore {
 
   async createSession(s: SessionRecord): Promise<void> {
     this.stmt(
-      'INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?)',
-    ).run(s.id_hash, s.account_id, toIso(s.created_at), toIso(s.last_seen_at), toIso(s.expires_at));
+      `INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at, via)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ).run(s.id_hash, s.account_id, toIso(s.created_at), toIso(s.last_seen_at), toIso(s.expires_at), s.via);
   }
 
   async getSession(idHash: string): Promise<SessionRecord | null> {
     return (
       this.stmt<[string], SessionRecord>(
-        'SELECT id_hash, account_id, created_at, last_seen_at, expires_at FROM sessions WHERE id_hash = ?',
+        'SELECT id_hash, account_id, created_at, last_seen_at, expires_at, via FROM sessions WHERE id_hash = ?',
       ).get(idHash) ?? null
     );
   }
