@@ -401,6 +401,11 @@ export type RequestScope = { org_id: string; account_id?: string } | { account_i
 
 export type RequestFilter = RequestScope & {
   key_id?: string;
+  /**
+   * Rows of these keys are left out: a member's view of an organization leaves out its service keys, whose
+   * rows carry the account of the admin who created them (a row needs one) but are no member's.
+   */
+  exclude_key_ids?: readonly string[];
   provider?: Provider;
   model?: string;
   /** Rows whose model contains this text, in any case (the console's Model filter). */
