@@ -137,7 +137,14 @@ export interface Config {
   /** Key cache lifetime (keys/verify.ts). */
   keyCacheTtlMs?: number;
   /** Alert evaluation and delivery (alerts/index.ts, ALERT_DEFAULTS). */
-  alerts?: { intervalMs: number; retryDelaysMs: readonly number[]; timeoutMs: number };
+  alerts?: {
+    intervalMs: number;
+    retryDelaysMs: readonly number[];
+    timeoutMs: number;
+    /** How webhook host names are resolved (the system's resolver unless a test gives its own). */
+    lookup?: (host: string) => Promise<string[]>;
+    leaseMarginMs?: number;
+  };
   /** Console sign-in and sign-up throttling (accounts/throttle.ts). */
   loginThrottle?: { windowMs: number; maxPerEmail: number; maxPerIp: number };
   /** Idle upstream connections kept for reuse (proxy/agent.ts). */

@@ -2,8 +2,10 @@
  * Alerts against real HTTP receivers started here: a budget crossed is delivered once per threshold, signed
  * so that docs/alerts.md's own verification snippet accepts it; 500s are retried; a receiver that never
  * answers or answers 3xx leaves a clear error in the delivery log and delays no proxied call; Slack's body;
- * error-rate and spend-spike rules; webhook targets refused (loopback, private, keyrelay itself); and two
- * instances on one PostgreSQL database crossing a threshold together deliver it once.
+ * error-rate and spend-spike rules; webhook targets refused (loopback, private, keyrelay itself); two
+ * instances on one PostgreSQL database crossing a threshold together deliver it once; and a webhook name
+ * whose resolver changes its answer between check and connect (DNS rebinding) reaches only what was checked;
+ * a delivery whose instance is killed mid-retry is finished by one other instance once its lease runs out.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
@@ -18,6 +20,7 @@ import { Client } from './console-harness.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { makeLogRow } from './helpers/log-rows.js';
 import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
+import { startServeProcess, type ServeProcess } from './helpers/process.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -451,6 +454,158 @@ describe('two instances on one database', () => {
       await settled(u.c, u.accountId, 1);
       await new Promise((r) => setTimeout(r, 300));
       expect(rx.got).toHaveLength(1);
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+describe('webhook names resolved once per attempt', () => {
+  /**
+   * The resolver keyrelay's production code is given (config `alerts.lookup`): a name under the test's
+   * control that answers `first` for the first `times` queries and `then` after, as a DNS server with TTL 0
+   * does when it rebinds a name between keyrelay's check and its connect.
+   */
+  const names = new Map<string, { first: string; times: number; then: string; asked: number }>();
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness(
+      {},
+      {
+        alerts: {
+          ...TUNING.alerts,
+          lookup: (host) => {
+            const n = names.get(host);
+            if (!n) return Promise.reject(new Error(`getaddrinfo ENOTFOUND ${host}`));
+            return Promise.resolve([n.asked++ < n.times ? n.first : n.then]);
+          },
+        },
+      },
+    );
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  async function ruleTo(u: { c: Client; accountId: string }, url: string): Promise<void> {
+    const made = await u.c.post(`/orgs/${u.accountId}/alerts`, {
+      name: 'budget',
+      kind: 'budget',
+      params: { budget_usd: 0.000001, period: 'day', thresholds: [50] },
+      url,
+    });
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+  }
+
+  it('never connects to a loopback address a name turned to after its public answer was checked', async () => {
+    const rx = await startReceiver();
+    try {
+      await h.kr.services.configStore.setSetting('alerts_allow_private_targets', 'false');
+      const port = new URL(rx.url).port;
+      // Public when the rule is saved and when the attempt is checked; loopback from then on.
+      names.set('hooks.rebind.test', { first: '203.0.113.7', times: 2, then: '127.0.0.1', asked: 0 });
+      const u = await signIn(h, `rebind-${Date.now()}@example.com`);
+      await ruleTo(u, `http://hooks.rebind.test:${port}/hook`);
+      await chat(h, u.key);
+      await h.flushLog();
+      await h.kr.services.alerts.runOnce();
+      const [d] = await settled(u.c, u.accountId, 1);
+      expect(rx.got).toHaveLength(0);
+      expect(d!.state).toBe('failed');
+      expect(d!.error).toMatch(/loopback or private/);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('connects to the address it checked, with the name in Host, when private targets are allowed', async () => {
+    const rx = await startReceiver();
+    try {
+      await h.kr.services.configStore.setSetting('alerts_allow_private_targets', 'true');
+      const port = new URL(rx.url).port;
+      // The receiver listens on 127.0.0.1 only: a second resolution (127.0.0.2) would be refused.
+      names.set('hooks.pinned.test', { first: '127.0.0.1', times: 2, then: '127.0.0.2', asked: 0 });
+      const u = await signIn(h, `pinned-${Date.now()}@example.com`);
+      await ruleTo(u, `http://hooks.pinned.test:${port}/hook`);
+      await chat(h, u.key);
+      await h.flushLog();
+      await h.kr.services.alerts.runOnce();
+      const [d] = await settled(u.c, u.accountId, 1);
+      expect(d!.state, d!.error ?? '').toBe('delivered');
+      expect(d!.attempts).toBe(1);
+      expect(rx.got).toHaveLength(1);
+      expect(rx.got[0]!.headers.host).toBe(`hooks.pinned.test:${port}`);
+      expect(names.get('hooks.pinned.test')!.asked).toBe(2);
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+describe('a delivery whose instance dies mid-retry', () => {
+  let db: TestDatabase;
+  let b: Harness;
+  let c: Harness | undefined;
+  let a: ServeProcess | undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'keyrelay-alerts-dead-'));
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    b = await startHarness({ KEYRELAY_DATABASE_URL: db.url }, TUNING);
+  });
+  afterAll(async () => {
+    if (a?.child.exitCode === null) a.child.kill('SIGKILL');
+    await c?.close();
+    await b.close();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('is taken over by another instance once its lease runs out, and sent by one of them only', async () => {
+    const rx = await startReceiver([status(500), (res) => res.end('ok')]);
+    try {
+      await b.kr.services.configStore.setSetting('alerts_allow_private_targets', 'true');
+      const u = await signIn(b, `dies-${Date.now()}@example.com`);
+      const made = await u.c.post(`/orgs/${u.accountId}/alerts`, {
+        name: 'budget',
+        kind: 'budget',
+        params: { budget_usd: 0.000001, period: 'day', thresholds: [80] },
+        url: rx.url,
+      });
+      expect(made.status).toBe(201);
+      await chat(b, u.key);
+      await b.flushLog();
+      // Instance A, a process of its own, evaluates on its timer, claims the occasion, is answered 500 and
+      // waits 5 s for its retry: it is killed in that wait, as a crash or an OOM kill would.
+      a = await startServeProcess(
+        { KEYRELAY_DATABASE_URL: db.url, KEYRELAY_DATA_DIR: dataDir },
+        {
+          tuning: {
+            alerts: { intervalMs: 200, retryDelaysMs: [5_000], timeoutMs: 1_000, leaseMarginMs: 500 },
+          },
+        },
+      );
+      const [first] = await until('attempt 1 recorded', async () => {
+        const list = await deliveries(u.c, u.accountId);
+        return list[0]?.attempts === 1 ? list : undefined;
+      });
+      expect(first).toMatchObject({ state: 'pending', response_status: 500 });
+      a.child.kill('SIGKILL');
+      await a.exited;
+      expect(rx.got).toHaveLength(1);
+      // Past A's lease (its retry's time, the attempt's limit, the margin), a new instance starts (its
+      // start takes over) while B runs its rounds: one of them sends attempt 2.
+      await new Promise((r) => setTimeout(r, Date.parse(first!.updated_at) + 6_700 - Date.now()));
+      const starting = startHarness({ KEYRELAY_DATABASE_URL: db.url }, TUNING);
+      for (let i = 0; i < 5; i++) await b.kr.services.alerts.runOnce();
+      c = await starting;
+      const [d] = await settled(u.c, u.accountId, 1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(d).toMatchObject({ id: first!.id, state: 'delivered', attempts: 2, response_status: 200 });
+      expect(rx.got).toHaveLength(2);
+      expect(rx.got[1]!.headers['x-keyrelay-delivery']).toBe(first!.id);
+      expect(rx.got[1]!.body).toBe(rx.got[0]!.body);
     } finally {
       await rx.close();
     }

@@ -197,3 +197,33 @@ describe('Codex', () => {
     expect((await row(response.headers.get('x-keyrelay-request-id'))).session).toBeNull();
   });
 });
+
+describe('end users named in request bodies', () => {
+  const long = (c: string) => `${c.repeat(250)}-${'x'.repeat(50)}`;
+
+  it('are cut at 256 characters as the proxy-user header is: OpenAI `user`, Anthropic `metadata.user_id`', async () => {
+    const viaHeader = await openaiWith({ 'proxy-user': long('h') })
+      .chat.completions.create(chat)
+      .withResponse();
+    const headerRow = await row(viaHeader.response.headers.get('x-keyrelay-request-id'));
+    expect(headerRow.end_user).toBe(long('h').slice(0, 256));
+
+    const viaUser = await openaiWith({})
+      .chat.completions.create({ ...chat, user: long('o') })
+      .withResponse();
+    expect((await row(viaUser.response.headers.get('x-keyrelay-request-id'))).end_user).toBe(
+      long('o').slice(0, 256),
+    );
+    const viaMetadata = await anthropicWith({})
+      .messages.create({ ...msg, metadata: { user_id: long('a') } })
+      .withResponse();
+    expect((await row(viaMetadata.response.headers.get('x-keyrelay-request-id'))).end_user).toBe(
+      long('a').slice(0, 256),
+    );
+    // The provider still gets the body as sent: only keyrelay's record is cut.
+    const sent = JSON.parse(h.anthropic.requests.at(-1)!.body.toString('utf8')) as {
+      metadata: { user_id: string };
+    };
+    expect(sent.metadata.user_id).toBe(long('a'));
+  });
+});

@@ -3,11 +3,13 @@
  * organization's connection, a person's first sign-in makes them a member, and each attack on the flow is
  * refused: a wrong state, a replayed code, a wrong issuer, an ID token for another audience or with another
  * nonce, a person of another domain, an unverified email, an account outside the organization, and a
- * callback the browser never started. Then the SSO-only policy and an identity provider that is down.
+ * callback the browser never started. Then the SSO-only policy, an identity provider that is down, and the
+ * sign-in throttle on starts.
  */
 import * as oidc from 'openid-client';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_THROTTLE_LIMITS, MemoryLoginThrottle } from '../src/accounts/throttle.js';
 import { startConsole, type Client, type ConsoleApp } from './console-harness.js';
 import { signInAtIdp, startIdp, type Idp } from './helpers/oidc-idp.js';
 
@@ -91,7 +93,11 @@ const users = {
 };
 
 beforeAll(async () => {
-  s = await startConsole();
+  // Every start here comes from 127.0.0.1, most of them refused by design: past the throttle's window for one
+  // address. The throttle on starts has its own test at the end, with its own console.
+  s = await startConsole({
+    throttle: new MemoryLoginThrottle({ ...DEFAULT_THROTTLE_LIMITS, maxPerIp: 1_000 }),
+  });
   s.config.publicUrl = s.base;
   callbackUri = `${s.base}/api/console/sso/callback`;
   const clients = [
@@ -363,6 +369,45 @@ describe('SSO-only', () => {
   });
 });
 
+describe('SSO-only and sessions already open', () => {
+  it("ends members' password sessions at their next request, and keeps their SSO sessions and owners'", async () => {
+    expect((await owner.put(`/orgs/${acme}/sso`, connection())).status).toBe(200);
+    idp.users.set('dave', { password: PASSWORD, email: 'dave@acme.test' });
+    const byPassword = s.client();
+    await byPassword.signup('dave@acme.test');
+    const dave = (await s.configStore.getAccountByEmail('dave@acme.test'))!.id;
+    await s.configStore.setMember(acme, dave, 'member');
+    const bySso = s.client();
+    bySso.cookie = (await ssoSignIn('dave@acme.test', 'dave')).session!;
+    // A second owner, signed in with a password, demoted to member once SSO-only is on.
+    const erinClient = s.client();
+    await erinClient.signup('erin@acme.test');
+    const erin = (await s.configStore.getAccountByEmail('erin@acme.test'))!.id;
+    await s.configStore.setMember(acme, erin, 'owner');
+    for (const c of [byPassword, bySso, erinClient, owner]) expect((await c.get('/me')).status).toBe(200);
+
+    try {
+      expect((await owner.put(`/orgs/${acme}/sso`, { ...connection(), sso_only: true })).status).toBe(200);
+      const ended = await byPassword.get('/me');
+      expect([ended.status, ended.json.error.code]).toEqual([401, 'not_authenticated']);
+      expect(String(ended.headers['set-cookie'])).toMatch(/^kr_session=;/);
+      expect((await byPassword.get(`/orgs`)).status).toBe(401);
+      expect((await bySso.get('/me')).status).toBe(200);
+      expect((await erinClient.get('/me')).status).toBe(200);
+      expect((await owner.get('/me')).status).toBe(200);
+      await s.configStore.setMember(acme, erin, 'member');
+      expect((await erinClient.get('/me')).status).toBe(401);
+      expect((await owner.get('/me')).status).toBe(200);
+    } finally {
+      await owner.put(`/orgs/${acme}/sso`, connection());
+    }
+    // With password sign-in allowed again, a new password session lives.
+    const again = s.client();
+    expect((await again.post('/login', { email: 'dave@acme.test', password: PASSWORD })).status).toBe(200);
+    expect((await again.get('/me')).status).toBe(200);
+  });
+});
+
 describe('an identity provider that is down', () => {
   it('answers 502 sso_unavailable at the start, and password sign-in still works', async () => {
     const down = await startIdp({ clients: [], users: {} });
@@ -395,6 +440,78 @@ describe('closed sign-up', () => {
       expect((await ssoSignIn('alice@acme.test', 'alice')).session).toBeTruthy();
     } finally {
       s.config.signup = 'open';
+    }
+  });
+});
+
+describe('the sign-in throttle on starts', () => {
+  const LIMITS = { windowMs: 15 * 60_000, maxPerEmail: 5, maxPerIp: 3 };
+  let t: ConsoleApp;
+  let tIdp: Idp;
+
+  beforeAll(async () => {
+    // Behind a proxy that names each client's address, so that one test's addresses are its own.
+    t = await startConsole({ trustProxy: true, throttle: new MemoryLoginThrottle(LIMITS) });
+    t.config.publicUrl = t.base;
+    tIdp = await startIdp({
+      clients: [
+        {
+          client_id: 'keyrelay',
+          client_secret: SECRET,
+          redirect_uris: [`${t.base}/api/console/sso/callback`],
+        },
+      ],
+      users,
+    });
+    const o = t.client();
+    await o.signup('owner@acme.test');
+    const org = (await o.post('/orgs', { name: 'Acme' })).json.org.id as string;
+    expect((await o.put(`/orgs/${org}/sso`, { ...connection(), issuer: tIdp.issuer })).status).toBe(200);
+  }, 30_000);
+  afterAll(async () => {
+    await tIdp?.close();
+    await t?.close();
+  });
+
+  const from = (ip: string) => ({ 'x-forwarded-for': ip });
+
+  it('refuses the start past the per-IP limit with the answer a throttled login gets', async () => {
+    for (let i = 0; i < LIMITS.maxPerIp; i++) {
+      const ok = await t.client().post('/sso/start', { email: `p${i}@acme.test` }, from('198.51.100.7'));
+      expect(ok.status, ok.text).toBe(200);
+    }
+    const refused = await t.client().post('/sso/start', { email: 'alice@acme.test' }, from('198.51.100.7'));
+    // A login throttled per IP, from another address: distinct emails, so only the IP's window fills.
+    for (let i = 0; i < LIMITS.maxPerIp; i++) {
+      const wrong = { email: `nobody${i}@acme.test`, password: 'not the password' };
+      expect((await t.client().post('/login', wrong, from('198.51.100.8'))).status).toBe(401);
+    }
+    const login = await t
+      .client()
+      .post('/login', { email: 'x@acme.test', password: 'x' }, from('198.51.100.8'));
+    expect(login.status).toBe(429);
+    expect(refused.status).toBe(429);
+    expect(refused.json).toEqual(login.json);
+    expect(refused.json.error.code).toBe('too_many_attempts');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(LIMITS.windowMs / 1000);
+    expect(refused.headers['set-cookie']).toBeUndefined();
+    // Another address is not held back by this one's starts.
+    expect((await t.client().post('/sso/start', { email: 'a@acme.test' }, from('198.51.100.9'))).status).toBe(
+      200,
+    );
+  });
+
+  it('takes a completed sign-in back out of the window, as a login does: one address may sign many in', async () => {
+    for (let i = 0; i <= LIMITS.maxPerIp; i++) {
+      const r = await t.client().post('/sso/start', { email: 'alice@acme.test' }, from('198.51.100.20'));
+      expect(r.status, `sign-in ${i + 1}: ${r.text}`).toBe(200);
+      const back = await signInAtIdp(r.json.url as string, 'alice', PASSWORD);
+      const res = await request(`${t.base}${back.pathname}${back.search}`, {
+        headers: { cookie: `kr_sso=${flowCookie(r.headers)}`, ...from('198.51.100.20') },
+      });
+      await res.body.dump();
+      expect([res.statusCode, res.headers.location]).toEqual([303, '/']);
     }
   });
 });

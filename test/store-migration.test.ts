@@ -929,3 +929,66 @@ describe('config migration 18 (limits per member) keeps every membership and key
     await check(store);
   });
 });
+
+describe('config migration 20 keeps every delivery and session; a pending delivery is taken over, a session is of unknown method', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+  const OLD_ROWS = [
+    ACCOUNT,
+    `INSERT INTO orgs (id, name, created_at) VALUES ('o1', 'old org', '${NOW}')`,
+    `INSERT INTO alert_rules (id, org_id, name, scope, kind, params, url, format, secret, created_at, created_by)
+     VALUES ('r1', 'o1', 'budget', 'org', 'budget', '{"budget_usd":1,"period":"day","thresholds":[50]}',
+       'https://hooks.example.com/x', 'json', 'whsec_x', '${NOW}', 'a1')`,
+    `INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at)
+     VALUES ('s1', 'a1', '${NOW}', '${NOW}', '2099-01-01T00:00:00.000Z')`,
+    ...['pending', 'delivered'].map(
+      (state, i) => `INSERT INTO alert_deliveries
+         (id, rule_id, org_id, dedupe_key, payload, state, attempts, created_at, updated_at)
+         VALUES ('d${i}', 'r1', 'o1', 'k${i}', '{}', '${state}', 1, '${NOW}', '${NOW}')`,
+    ),
+  ];
+  const check = async (store: ConfigStore) => {
+    await store.migrate();
+    expect((await store.listAlertDeliveries('o1', 10)).map((d) => [d.id, d.state])).toEqual([
+      ['d1', 'delivered'],
+      ['d0', 'pending'],
+    ]);
+    const taken = await store.takeOverAlertDeliveries(new Date().toISOString(), new Date().toISOString(), 10);
+    expect(taken.map((d) => [d.id, d.attempts])).toEqual([['d0', 1]]);
+    expect(await store.getSession('s1')).toMatchObject({ account_id: 'a1', via: null });
+  };
+
+  it('on SQLite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keyrelay-migrate-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'keyrelay.db');
+    const db = openSqlite(path);
+    runSqliteMigrations(
+      db,
+      SQLITE_MIGRATIONS.filter((m) => m.version < 20),
+    );
+    for (const sql of OLD_ROWS) db.exec(sql);
+    db.close();
+    const store = new SqliteConfigStore(path);
+    cleanups.push(() => store.close());
+    await check(store);
+  });
+
+  it('on PostgreSQL', async () => {
+    const tdb = await createTestDatabase();
+    cleanups.push(() => tdb.drop());
+    const pool = testPool(tdb.url, 1);
+    await runPgMigrations(
+      pool,
+      'config',
+      PG_MIGRATIONS.filter((m) => m.version < 20),
+    );
+    for (const sql of OLD_ROWS) await pool.query(sql);
+    await pool.end();
+    const store = new PgConfigStore(tdb.url);
+    cleanups.push(() => store.close());
+    await check(store);
+  });
+});

@@ -44,6 +44,25 @@ describe('RedisLoginThrottle', () => {
     expect((await two.attempt({ email: 'other@x.io', ip: '10.2.0.2' })).allowed).toBe(true);
   });
 
+  it('counts an attempt without an email in the IP window alone, shared with logins, and takes it back', async () => {
+    const one = new RedisLoginThrottle(a, { prefix, limits });
+    const two = new RedisLoginThrottle(b, { prefix, limits });
+    const ip = '10.5.0.1';
+    expect((await one.attempt({ email: 'l@x.io', ip })).allowed).toBe(true);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await (i % 2 ? one : two).attempt({ ip });
+      if (!r.allowed) throw new Error(`attempt ${i + 1} refused`);
+      ids.push(r.attemptId);
+    }
+    expect((await one.attempt({ ip })).allowed).toBe(false);
+    expect((await two.attempt({ email: 'm@x.io', ip })).allowed).toBe(false);
+    await two.recordSuccess({ ip }, ids[0]!);
+    expect((await one.attempt({ ip })).allowed).toBe(true);
+    // The email's window was never touched: it still has room for its own limit.
+    expect((await one.attempt({ email: 'l@x.io', ip: '10.5.0.2' })).allowed).toBe(true);
+  });
+
   it('admits exactly the limit when attempts race', async () => {
     const one = new RedisLoginThrottle(a, { prefix, limits });
     const two = new RedisLoginThrottle(b, { prefix, limits });

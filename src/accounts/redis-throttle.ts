@@ -13,8 +13,9 @@ import {
   type ThrottleSubject,
 } from './throttle.js';
 
-// KEYS: email window, ip window. ARGV: now ('' = Redis's own clock, one clock for all instances), windowMs,
-// maxPerEmail, maxPerIp, attemptId. Returns 0 when counted, else the ms to wait until the fuller window has room.
+// KEYS: the windows (email and IP, or the IP's alone). ARGV: now ('' = Redis's own clock, one clock for all
+// instances), windowMs, attemptId, then each window's limit. Returns 0 when counted, else the ms to wait until
+// the fullest window has room.
 const ATTEMPT_SCRIPT = `
 local now = tonumber(ARGV[1])
 if not now then
@@ -22,21 +23,21 @@ if not now then
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local window = tonumber(ARGV[2])
-local limits = { tonumber(ARGV[3]), tonumber(ARGV[4]) }
 local wait = 0
-for i = 1, 2 do
+for i = 1, #KEYS do
+  local limit = tonumber(ARGV[3 + i])
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
   local n = redis.call('ZCARD', KEYS[i])
-  if n >= limits[i] then
-    local blocking = redis.call('ZRANGE', KEYS[i], n - limits[i], n - limits[i], 'WITHSCORES')
+  if n >= limit then
+    local blocking = redis.call('ZRANGE', KEYS[i], n - limit, n - limit, 'WITHSCORES')
     local w = tonumber(blocking[2]) + window - now
     if w < 1 then w = 1 end
     if w > wait then wait = w end
   end
 end
 if wait > 0 then return wait end
-for i = 1, 2 do
-  redis.call('ZADD', KEYS[i], now, ARGV[5])
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], now, ARGV[3])
   redis.call('PEXPIRE', KEYS[i], window)
 end
 return 0
@@ -70,17 +71,17 @@ export class RedisLoginThrottle implements LoginThrottle {
     const k = this.keys(s);
     const attemptId = newAttemptId(now ?? Date.now());
     const { windowMs, maxPerEmail, maxPerIp } = this.limits;
+    const windows: [string, number][] = k.email === null ? [] : [[k.email, maxPerEmail]];
+    windows.push([k.ip, maxPerIp]);
     const wait = Number(
       await this.redis.eval(
         ATTEMPT_SCRIPT,
-        2,
-        k.email,
-        k.ip,
+        windows.length,
+        ...windows.map(([key]) => key),
         now ?? '',
         windowMs,
-        maxPerEmail,
-        maxPerIp,
         attemptId,
+        ...windows.map(([, limit]) => limit),
       ),
     );
     if (wait > 0) return { allowed: false, retryAfterSeconds: Math.ceil(wait / 1000) };
@@ -89,15 +90,20 @@ export class RedisLoginThrottle implements LoginThrottle {
 
   async recordSuccess(s: ThrottleSubject, attemptId: string): Promise<void> {
     const k = this.keys(s);
-    await this.redis.multi().del(k.email).zrem(k.ip, attemptId).exec();
+    const tx = this.redis.multi();
+    if (k.email !== null) tx.del(k.email);
+    await tx.zrem(k.ip, attemptId).exec();
   }
 
   close(): Promise<void> {
     return Promise.resolve();
   }
 
-  private keys(s: ThrottleSubject): { email: string; ip: string } {
+  private keys(s: ThrottleSubject): { email: string | null; ip: string } {
     const k = throttleKeys(s);
-    return { email: `${this.prefix}login:email:${k.email}`, ip: `${this.prefix}login:ip:${k.ip}` };
+    return {
+      email: k.email === null ? null : `${this.prefix}login:email:${k.email}`,
+      ip: `${this.prefix}login:ip:${k.ip}`,
+    };
   }
 }

@@ -5,7 +5,7 @@
  * https://cheatsheetseries.owasp.org/cheatsheets/Session_Management_Cheat_Sheet.html
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { ConfigStore, SessionRecord } from '../store/types.js';
+import type { ConfigStore, SessionRecord, SessionVia } from '../store/types.js';
 
 /** A console left alone for a day signs out; one used daily stays in until SESSION_MAX_MS. */
 export const SESSION_IDLE_MS = 24 * 3_600_000;
@@ -37,6 +37,7 @@ function touchInterval(idleMs: number): number {
 export async function createSession(
   deps: SessionDeps,
   accountId: string,
+  via: SessionVia = 'password',
 ): Promise<{ token: string; session: SessionRecord }> {
   const now = deps.now?.() ?? new Date();
   const token = randomBytes(32).toString('base64url');
@@ -46,6 +47,7 @@ export async function createSession(
     created_at: now.toISOString(),
     last_seen_at: now.toISOString(),
     expires_at: new Date(now.getTime() + deps.maxMs).toISOString(),
+    via,
   };
   await deps.store.createSession(session);
   return { token, session };

@@ -26,7 +26,8 @@ export const DEFAULT_THROTTLE_LIMITS: Readonly<ThrottleLimits> = Object.freeze({
 });
 
 export interface ThrottleSubject {
-  email: string; // normalised (lower-cased)
+  /** Normalised (lower-cased); absent: the IP's window alone counts (a single sign-on start guesses nothing). */
+  email?: string;
   ip: string;
 }
 
@@ -63,8 +64,11 @@ export function ipBucket(ip: string): string {
 }
 
 /** Email addresses are personal data: the throttle's keys carry a hash, not the address. */
-export function throttleKeys(s: ThrottleSubject): { email: string; ip: string } {
-  return { email: createHash('sha256').update(s.email).digest('hex').slice(0, 32), ip: ipBucket(s.ip) };
+export function throttleKeys(s: ThrottleSubject): { email: string | null; ip: string } {
+  return {
+    email: s.email === undefined ? null : createHash('sha256').update(s.email).digest('hex').slice(0, 32),
+    ip: ipBucket(s.ip),
+  };
 }
 
 export function newAttemptId(now: number): string {
@@ -89,22 +93,22 @@ export class MemoryLoginThrottle implements LoginThrottle {
   attempt(s: ThrottleSubject): Promise<ThrottleAttempt> {
     const now = this.now();
     const k = throttleKeys(s);
-    const email = this.window(`e:${k.email}`, now);
+    const email = k.email === null ? null : this.window(`e:${k.email}`, now);
     const ip = this.window(`i:${k.ip}`, now);
     const wait = Math.max(
-      this.waitMs(email, this.limits.maxPerEmail, now),
+      email ? this.waitMs(email, this.limits.maxPerEmail, now) : 0,
       this.waitMs(ip, this.limits.maxPerIp, now),
     );
     if (wait > 0) return Promise.resolve({ allowed: false, retryAfterSeconds: Math.ceil(wait / 1000) });
     const attemptId = newAttemptId(now);
-    email.entries.push({ at: now, id: attemptId });
+    email?.entries.push({ at: now, id: attemptId });
     ip.entries.push({ at: now, id: attemptId });
     return Promise.resolve({ allowed: true, attemptId });
   }
 
   recordSuccess(s: ThrottleSubject, attemptId: string): Promise<void> {
     const k = throttleKeys(s);
-    this.windows.delete(`e:${k.email}`);
+    if (k.email !== null) this.windows.delete(`e:${k.email}`);
     const ip = this.windows.get(`i:${k.ip}`);
     if (ip) ip.entries = ip.entries.filter((e) => e.id !== attemptId);
     return Promise.resolve();

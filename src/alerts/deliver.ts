@@ -1,14 +1,15 @@
 /**
  * Sends one delivery: the signed body, retried with backoff on what may pass (no answer, 5xx, 408, 429),
  * each attempt recorded on the delivery's row (the console's delivery log). Redirects are never followed:
- * a 3xx is an error to fix in the rule (the target was checked, the place it redirects to was not).
+ * a 3xx is an error to fix in the rule (the target was checked, the place it redirects to was not). Each
+ * attempt connects through its own Agent pinned to the addresses its check resolved (target.ts).
  */
 import { createHmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request, type Dispatcher } from 'undici';
+import { Agent, request } from 'undici';
 import type { AlertDelivery } from '../store/alert-types.js';
 import type { ConfigStore } from '../store/types.js';
-import { checkTarget, type TargetPolicy } from './target.js';
+import { checkTarget, pinnedLookup, type CheckedTarget, type TargetPolicy } from './target.js';
 
 /** `v1=` + hex HMAC-SHA256 of `<timestamp>.<body>` with the rule's secret (docs/alerts.md). */
 export function signAlert(secret: string, timestamp: number, body: string): string {
@@ -20,7 +21,8 @@ export interface DeliveryOptions {
   retryDelaysMs: readonly number[];
   /** One attempt's limit, connect to the end of the answer. */
   timeoutMs: number;
-  dispatcher: Dispatcher;
+  /** LEASE_MARGIN_MS unless a test shortens it. */
+  leaseMarginMs?: number;
   policy: () => Promise<TargetPolicy>;
 }
 
@@ -32,17 +34,33 @@ async function attempt(
   target: { url: string; secret: string },
   opts: DeliveryOptions,
 ): Promise<Attempt> {
-  let url: URL;
+  let checked: CheckedTarget;
   try {
-    url = await checkTarget(target.url, await opts.policy());
+    checked = await checkTarget(target.url, await opts.policy());
   } catch (err) {
     return { ok: false, retry: false, status: null, error: err instanceof Error ? err.message : String(err) };
   }
+  // One connection, to the checked addresses: alerts are rare, so nothing is lost by not keeping it.
+  const dispatcher = new Agent({ connections: 1, connect: { lookup: pinnedLookup(checked.addresses) } });
+  try {
+    return await send(d, target, checked.url, dispatcher, opts.timeoutMs);
+  } finally {
+    await dispatcher.destroy();
+  }
+}
+
+async function send(
+  d: AlertDelivery,
+  target: { secret: string },
+  url: URL,
+  dispatcher: Agent,
+  timeoutMs: number,
+): Promise<Attempt> {
   const timestamp = Math.floor(Date.now() / 1000);
   try {
     const res = await request(url, {
       method: 'POST',
-      dispatcher: opts.dispatcher,
+      dispatcher,
       headers: {
         'content-type': 'application/json',
         'user-agent': 'keyrelay-alerts',
@@ -51,7 +69,7 @@ async function attempt(
         'x-keyrelay-signature': signAlert(target.secret, timestamp, d.payload),
       },
       body: d.payload,
-      signal: AbortSignal.timeout(opts.timeoutMs),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     await res.body.dump({ limit: 64 * 1024 });
     const status = res.statusCode;
@@ -74,13 +92,27 @@ async function attempt(
   } catch (err) {
     const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
     const why = timedOut
-      ? `no answer within ${opts.timeoutMs} ms`
+      ? `no answer within ${timeoutMs} ms`
       : `could not connect: ${err instanceof Error ? err.message : String(err)}`;
     return { ok: false, retry: true, status: null, error: why };
   }
 }
 
-/** Runs every attempt of a claimed delivery; resolves when it is delivered or given up. Never throws. */
+/**
+ * How long past an attempt's due time its sender still holds the delivery: the attempt's own limit is added
+ * to this. It covers the resolver, the config store's write and clocks of instances a few seconds apart.
+ */
+export const LEASE_MARGIN_MS = 30_000;
+
+/** Until when the sender of an attempt due `inMs` from now holds its delivery. */
+export function leaseUntil(inMs: number, opts: Pick<DeliveryOptions, 'timeoutMs' | 'leaseMarginMs'>): string {
+  return new Date(Date.now() + inMs + opts.timeoutMs + (opts.leaseMarginMs ?? LEASE_MARGIN_MS)).toISOString();
+}
+
+/**
+ * Runs the attempts of a claimed delivery that are left (after its `attempts`); resolves when it is
+ * delivered or given up. Between attempts the lease is renewed to cover the wait and the next attempt.
+ */
 export async function deliverAlert(
   store: Pick<ConfigStore, 'updateAlertDelivery'>,
   d: AlertDelivery,
@@ -88,7 +120,7 @@ export async function deliverAlert(
   opts: DeliveryOptions,
   stopped: AbortSignal,
 ): Promise<void> {
-  for (let n = 1; ; n++) {
+  for (let n = d.attempts + 1; ; n++) {
     const a = await attempt(d, target, opts);
     const last = a.ok || !a.retry || n > opts.retryDelaysMs.length || stopped.aborted;
     await store.updateAlertDelivery(d.id, {
@@ -97,6 +129,7 @@ export async function deliverAlert(
       response_status: a.status,
       error: a.ok ? null : last && a.retry ? `${a.error} (gave up after ${n} attempts)` : a.error,
       updated_at: new Date().toISOString(),
+      lease_until: last ? null : leaseUntil(opts.retryDelaysMs[n - 1]!, opts),
     });
     if (last) return;
     // Stopping ends the wait: the next attempt is then the last.

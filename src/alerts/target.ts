@@ -4,10 +4,13 @@
  * keyrelay's own API, the cloud metadata service or a database port (server-side request forgery). Loopback,
  * private, link-local and other non-public addresses are refused unless the instance allows them (setting
  * `alerts_allow_private_targets`, `keyrelay settings set`); keyrelay itself is refused always. Checked when a
- * rule is saved and again before every delivery, on the addresses the name resolves to then.
+ * rule is saved and again before every attempt, on every address the name resolves to then; the attempt
+ * connects to those checked addresses only (`pinnedLookup`), never to a second answer of the resolver: a
+ * name that answers a public address to the check and 127.0.0.1 to the connect (DNS rebinding) reaches
+ * nothing it was not checked for.
  */
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { DomainError } from '../errors.js';
 import type { ConfigStore } from '../store/types.js';
@@ -56,8 +59,15 @@ function ownAddresses(): Set<string> {
   return own;
 }
 
+/** Resolves a host name to every address it has now (the system resolver's `getaddrinfo`, or a test's). */
+export type HostLookup = (host: string) => Promise<string[]>;
+
+export const systemLookup: HostLookup = async (host) =>
+  (await lookup(host, { all: true })).map((a) => a.address);
+
 export interface TargetPolicy {
   allowPrivate: boolean;
+  lookup?: HostLookup;
   /** keyrelay's public URL and the port it listens on. */
   publicUrl: string;
   port: number;
@@ -65,8 +75,14 @@ export interface TargetPolicy {
 
 const refuse = (why: string) => new DomainError('alert_target_refused', `Webhook URL refused: ${why}.`);
 
-/** The URL, parsed, when a delivery may go there; else throws `alert_target_refused` saying why. */
-export async function checkTarget(raw: string, policy: TargetPolicy): Promise<URL> {
+export interface CheckedTarget {
+  url: URL;
+  /** What the host resolved to when checked (the host itself when it is an address): all allowed. */
+  addresses: string[];
+}
+
+/** The URL, parsed and resolved, when a delivery may go there; else throws `alert_target_refused` saying why. */
+export async function checkTarget(raw: string, policy: TargetPolicy): Promise<CheckedTarget> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -79,10 +95,11 @@ export async function checkTarget(raw: string, policy: TargetPolicy): Promise<UR
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
   try {
-    addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+    addresses = isIP(host) ? [host] : await (policy.lookup ?? systemLookup)(host);
   } catch {
     throw refuse(`${host} does not resolve`);
   }
+  if (addresses.length === 0) throw refuse(`${host} does not resolve`);
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   const own = ownAddresses();
   if (port === policy.port && addresses.some((a) => own.has(a))) throw refuse('it is keyrelay itself');
@@ -90,5 +107,23 @@ export async function checkTarget(raw: string, policy: TargetPolicy): Promise<UR
     throw refuse(
       `${host} is a loopback or private address (an operator may allow those: keyrelay settings set ${ALLOW_PRIVATE_SETTING} true)`,
     );
-  return url;
+  return { url, addresses };
+}
+
+/**
+ * A `net.connect` lookup that answers with the checked addresses whatever it is asked: the socket goes where
+ * the check looked, while the URL (so the Host header and TLS's server name and certificate check) keeps the
+ * name.
+ */
+export function pinnedLookup(addresses: readonly string[]): LookupFunction {
+  const entries = addresses.map((address) => ({ address, family: isIP(address) }));
+  return (host, options, callback) => {
+    const fit = entries.filter((e) => !options.family || e.family === options.family);
+    if (fit.length === 0) {
+      const err: NodeJS.ErrnoException = new Error(`no checked IPv${options.family} address for ${host}`);
+      err.code = 'ENOTFOUND';
+      callback(err, '', 0);
+    } else if (options.all) callback(null, fit);
+    else callback(null, fit[0]!.address, fit[0]!.family);
+  };
 }

@@ -53,6 +53,7 @@ export function registerAlertRoutes(app: FastifyInstance, ctx: ConsoleContext): 
     }
     await checkTarget(input.url, {
       allowPrivate: await privateTargetsAllowed(ctx.configStore),
+      lookup: ctx.config.alerts?.lookup,
       publicUrl: ctx.config.publicUrl,
       port: request.socket.localPort ?? ctx.config.port,
     });

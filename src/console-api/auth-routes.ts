@@ -69,7 +69,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     if (!account || !ok) throw invalidCredentials();
     await ctx.throttle.recordSuccess(subject, attemptId);
     if (ssoRequired) throw consoleError('sso_required');
-    await startSession(ctx, request, reply, account.id);
+    await startSession(ctx, request, reply, account.id, 'password');
     // First sign-in after sign-up: the default key, shown once. Every sign-in: sign-up attempts on this address.
     const key = await issueFirstKey(ctx.keys, account.id);
     const notices = await takeSignupNotices(ctx.keys, account.id);
@@ -102,7 +102,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     }
     await ctx.configStore.setPassword(account.id, await hashPassword(body.new_password));
     await deleteSessionsForAccount(ctx.sessions, account.id);
-    await startSession(ctx, request, reply, account.id);
+    await startSession(ctx, request, reply, account.id, 'password');
     return reply.code(204).send();
   });
 }

@@ -1,8 +1,9 @@
 /** Session handling for route handlers: who is calling, and starting a session on a reply. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createSession, deleteSession, getSession } from '../accounts/sessions.js';
+import { passwordSignInRefused } from '../orgs/sso.js';
 import { consoleError } from './errors.js';
-import type { Account, ApiTokenScope } from '../store/types.js';
+import type { Account, ApiTokenScope, SessionRecord, SessionVia } from '../store/types.js';
 import { verifyApiToken } from '../keys/api-tokens.js';
 import type { ConsoleContext } from './context.js';
 import { clearSessionCookie, readSessionToken, setSessionCookie } from './session-cookie.js';
@@ -43,7 +44,7 @@ export async function requireAccount(
     return accountView(owner);
   }
   const token = readSessionToken(request);
-  const session = await getSession(ctx.sessions, token);
+  const session = await liveSession(ctx, token);
   const account = session ? await ctx.configStore.getAccountById(session.account_id) : null;
   if (!account) {
     if (token !== undefined) clearSessionCookie(reply, secureCookies(ctx, request));
@@ -52,14 +53,31 @@ export async function requireAccount(
   return accountView(account);
 }
 
+/**
+ * The session a cookie token names, if it is live and its way of signing in is still allowed. A password
+ * session outlives no switch to SSO-only sign-in: it ends at its next use, as if the member had signed in
+ * then and been refused (an owner's password stays allowed, and so does an owner's session).
+ */
+export async function liveSession(
+  ctx: ConsoleContext,
+  token: string | undefined,
+): Promise<SessionRecord | null> {
+  const session = await getSession(ctx.sessions, token);
+  if (!session || session.via === 'sso') return session;
+  if (!(await passwordSignInRefused(ctx.configStore, session.account_id))) return session;
+  await deleteSession(ctx.sessions, token);
+  return null;
+}
+
 /** A brand-new session (never the one the request came with: no fixation) set as the cookie. */
 export async function startSession(
   ctx: ConsoleContext,
   request: FastifyRequest,
   reply: FastifyReply,
   accountId: string,
+  via: SessionVia,
 ): Promise<void> {
   await deleteSession(ctx.sessions, readSessionToken(request));
-  const { token } = await createSession(ctx.sessions, accountId);
+  const { token } = await createSession(ctx.sessions, accountId, via);
   setSessionCookie(reply, token, ctx.sessions.maxMs, secureCookies(ctx, request));
 }

@@ -146,10 +146,25 @@ type Common = {
   to?: string;
 };
 
-function toFilter(caller: Caller, q: Common): RequestFilter {
+/**
+ * A caller's rows: the organization's, or with only their own (visibleScope) their own keys' rows. A member's
+ * rows leave out the service keys they created while an admin: those keys are the organization's.
+ */
+export async function scopeFilter(ctx: ConsoleContext, caller: Caller): Promise<RequestFilter> {
   const scope = visibleScope(caller);
-  const f: RequestFilter = { org_id: scope.orgId };
-  if (scope.accountId !== undefined) f.account_id = scope.accountId;
+  if (scope.accountId === undefined) return { org_id: scope.orgId };
+  const service = (await ctx.configStore.listOrgKeys(scope.orgId))
+    .filter((k) => k.service && k.account_id === scope.accountId)
+    .map((k) => k.id);
+  return {
+    org_id: scope.orgId,
+    account_id: scope.accountId,
+    ...(service.length > 0 && { exclude_key_ids: service }),
+  };
+}
+
+function toFilter(scope: RequestFilter, q: Common): RequestFilter {
+  const f: RequestFilter = { ...scope };
   if (q.key_id) f.key_id = q.key_id;
   if (q.provider) f.provider = q.provider;
   // "name" in quotes is that model exactly (the usage breakdown's links); otherwise any model containing it.
@@ -164,21 +179,25 @@ function toFilter(caller: Caller, q: Common): RequestFilter {
 }
 
 /** Usage defaults to the last 24 h: `to` = now, `from` = `to` − 24 h. */
-export function usageFilter(
+export async function usageFilter(
   ctx: ConsoleContext,
   caller: Caller,
   q: Common,
-): RequestFilter & { from: string; to: string } {
+): Promise<RequestFilter & { from: string; to: string }> {
   const to = q.to ?? ctx.now().toISOString();
   const from = q.from ?? new Date(Date.parse(to) - DAY_MS).toISOString();
   if (Date.parse(from) >= Date.parse(to)) throw consoleError('invalid_range');
-  return { ...toFilter(caller, q), from, to };
+  return { ...toFilter(await scopeFilter(ctx, caller), q), from, to };
 }
 
 type RowFilters = z.output<typeof requestsQuery>;
 
-function rowFilter(caller: Caller, q: Omit<RowFilters, 'limit' | 'cursor' | 'sort'>): RequestFilter {
-  const filter = toFilter(caller, q);
+async function rowFilter(
+  ctx: ConsoleContext,
+  caller: Caller,
+  q: Omit<RowFilters, 'limit' | 'cursor' | 'sort'>,
+): Promise<RequestFilter> {
+  const filter = toFilter(await scopeFilter(ctx, caller), q);
   if (q.status !== undefined) filter.status = q.status;
   if (q.outcome) filter.outcome = q.outcome;
   if (q.connection_id) filter.connection_id = q.connection_id;
@@ -198,7 +217,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
   app.get('/requests', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply, undefined, 'requests');
     const q = parseInput(requestsQuery, request.query);
-    return ctx.logStore.listRequests(rowFilter(caller, q), {
+    return ctx.logStore.listRequests(await rowFilter(ctx, caller, q), {
       limit: q.limit,
       cursor: q.cursor ?? null,
       ...(q.sort && { sort: q.sort }),
@@ -209,7 +228,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
   app.get('/requests/export', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply, undefined, 'export');
     const q = parseInput(exportQuery, request.query);
-    const filter = rowFilter(caller, q);
+    const filter = await rowFilter(ctx, caller, q);
     const day = ctx.now().toISOString().slice(0, 10);
     return reply
       .header('content-type', EXPORT_CONTENT_TYPES[q.format])
@@ -219,17 +238,18 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
   });
 
   app.get('/requests/:id', async (request, reply) => {
-    const scope = visibleScope(await requireMember(ctx, request, reply, undefined, 'requests'));
+    const scope = await scopeFilter(ctx, await requireMember(ctx, request, reply, undefined, 'requests'));
     const { id } = parseInput(idParam, request.params);
-    const row = await ctx.logStore.getRequest({ org_id: scope.orgId, account_id: scope.accountId }, id);
-    if (!row) throw consoleError('request_not_found');
+    const row = await ctx.logStore.getRequest({ org_id: scope.org_id!, account_id: scope.account_id }, id);
+    if (!row || (row.key_id !== null && scope.exclude_key_ids?.includes(row.key_id)))
+      throw consoleError('request_not_found');
     return { request: row, cost_breakdown: explainRowCost(row) };
   });
 
   app.get('/usage/series', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply, undefined, 'usage');
     const q = parseInput(seriesQuery, request.query);
-    const filter = usageFilter(ctx, caller, q);
+    const filter = await usageFilter(ctx, caller, q);
     if ((Date.parse(filter.to) - Date.parse(filter.from)) / BUCKET_MS[q.bucket] > MAX_BUCKETS) {
       throw consoleError('range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
     }
@@ -240,7 +260,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
   app.get('/usage/series/split', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply, undefined, 'usage');
     const q = parseInput(splitQuery, request.query);
-    const filter = usageFilter(ctx, caller, q);
+    const filter = await usageFilter(ctx, caller, q);
     if ((Date.parse(filter.to) - Date.parse(filter.from)) / BUCKET_MS[q.bucket] > MAX_BUCKETS) {
       throw consoleError('range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
     }
@@ -253,7 +273,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
   app.get('/usage/breakdown', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply, undefined, 'usage');
     const q = parseInput(breakdownQuery, request.query);
-    const rows = await ctx.logStore.usageBreakdown(usageFilter(ctx, caller, q), q.by);
+    const rows = await ctx.logStore.usageBreakdown(await usageFilter(ctx, caller, q), q.by);
     return topGroups(rows, q.rank, q.limit);
   });
 }

@@ -7,8 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { consoleError } from './errors.js';
 import type { ConsoleContext } from './context.js';
-import { commonFilters, usageFilter } from './log-routes.js';
-import { requireMember, visibleScope } from './org-context.js';
+import { commonFilters, scopeFilter, usageFilter } from './log-routes.js';
+import { requireMember } from './org-context.js';
 import { parseInput, queryInt } from './parse.js';
 
 const DAY_MS = 86_400_000;
@@ -41,7 +41,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: ConsoleContext)
   app.get('/sessions', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply, undefined, 'requests');
     const q = parseInput(sessionsQuery, request.query);
-    const filter = usageFilter(ctx, caller, q);
+    const filter = await usageFilter(ctx, caller, q);
     if (Date.parse(filter.to) - Date.parse(filter.from) > MAX_SESSION_RANGE_DAYS * DAY_MS) {
       throw consoleError(
         'range_too_large',
@@ -53,16 +53,19 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: ConsoleContext)
 
   // By query rather than path: a session is any text up to 256 characters, slashes included.
   app.get('/sessions/detail', async (request, reply) => {
-    const scope = visibleScope(await requireMember(ctx, request, reply, undefined, 'requests'));
+    const scope = await scopeFilter(ctx, await requireMember(ctx, request, reply, undefined, 'requests'));
     const q = parseInput(sessionQuery, request.query);
     const rowScope = {
-      org_id: scope.orgId,
-      ...(scope.accountId !== undefined && { account_id: scope.accountId }),
+      org_id: scope.org_id!,
+      ...(scope.account_id !== undefined && { account_id: scope.account_id }),
     };
     const [summary, calls] = await Promise.all([
-      ctx.logStore.listSessions({ ...rowScope, session: q.session }, { limit: 1 }),
+      ctx.logStore.listSessions({ ...scope, session: q.session }, { limit: 1 }),
       ctx.logStore.sessionCalls(rowScope, q.session, { limit: q.limit, cursor: q.cursor ?? null }),
     ]);
+    // The summary already leaves these keys out; the calls are read by scope, so they are left out here.
+    const hidden = new Set(scope.exclude_key_ids ?? []);
+    calls.items = calls.items.filter((c) => c.key_id === null || !hidden.has(c.key_id));
     const session = summary.items[0];
     if (!session) throw consoleError('session_not_found');
     return { session, calls: calls.items, next_cursor: calls.next_cursor };

@@ -29,6 +29,8 @@ import { requireMember } from './org-context.js';
 import { parseInput } from './parse.js';
 
 const FLOW_COOKIE = 'kr_sso';
+/** The flow cookie is `<flow handle>.<throttle attempt id>`: neither holds a `.`. */
+const ATTEMPT_SEPARATOR = '.';
 const CALLBACK_PATH = '/api/console/sso/callback';
 
 const orgParam = z.object({ org: z.string().min(1).max(100) });
@@ -120,16 +122,26 @@ export function registerSsoRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
 
   app.post('/sso/start', async (request, reply) => {
     const { email } = parseInput(startBody, request.body);
+    // Each start fetches the provider's metadata and stores a flow: counted in the sign-in routes' window for
+    // the IP (not per address: a start guesses nothing), and taken back when the sign-in completes, as a
+    // login's is, so many people behind one address can still sign in.
+    const attempt = await ctx.throttle.attempt({ ip: request.ip });
+    if (!attempt.allowed) throw consoleError('too_many_attempts', undefined, attempt.retryAfterSeconds);
     const c = await ctx.configStore.findSsoConnectionByDomain(emailDomain(email));
     if (!c) throw consoleError('sso_not_configured');
     const hint = normalizeEmail(email);
     const { cookie, url } = await startSsoFlow(ctx.configStore, c, redirectUri(), ctx.now(), hint);
-    setFlowCookie(reply, cookie, SSO_FLOW_TTL_MS / 1000, secureCookies(ctx, request));
+    setFlowCookie(
+      reply,
+      `${cookie}${ATTEMPT_SEPARATOR}${attempt.attemptId}`,
+      SSO_FLOW_TTL_MS / 1000,
+      secureCookies(ctx, request),
+    );
     return { url, email: hint };
   });
 
   app.get('/sso/callback', async (request, reply) => {
-    const cookie = readFlowCookie(request);
+    const [cookie, attemptId] = (readFlowCookie(request) ?? '').split(ATTEMPT_SEPARATOR);
     setFlowCookie(reply, '', 0, secureCookies(ctx, request));
     const url = new URL(request.url, 'http://callback.invalid');
     try {
@@ -161,7 +173,8 @@ export function registerSsoRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
           after: { via: 'sso', sso_org: orgId },
         });
       }
-      await startSession(ctx, request, reply, account.id);
+      if (attemptId) await ctx.throttle.recordSuccess({ ip: request.ip }, attemptId);
+      await startSession(ctx, request, reply, account.id, 'sso');
       return reply.redirect('/', 303);
     } catch (err) {
       if (!(err instanceof SsoRefused)) throw err;

@@ -6,8 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { providerIds } from '../providers/index.js';
 import type { RequestSummary } from '../store/types.js';
-import { getSession } from '../accounts/sessions.js';
-import { requireAccount } from './auth.js';
+import { liveSession, requireAccount } from './auth.js';
 import { readSessionToken } from './session-cookie.js';
 import type { ConsoleContext } from './context.js';
 import { consoleError } from './errors.js';
@@ -72,7 +71,7 @@ export function registerTailRoute(app: FastifyInstance, ctx: ConsoleContext): vo
     const signedIn = (): Promise<boolean> => {
       if (res.writableEnded) return Promise.resolve(false);
       if (Date.now() - checkedAt < SESSION_RECHECK_MS) return Promise.resolve(true);
-      checking ??= getSession(ctx.sessions, sessionToken)
+      checking ??= liveSession(ctx, sessionToken)
         .then((s) => s !== null && s.account_id === account.id)
         .catch(() => true) // the store failing says nothing about the session: try again later
         .then((ok) => {

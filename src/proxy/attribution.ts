@@ -15,11 +15,13 @@ const MAX_PROPERTY_NAME_CHARS = 64;
 
 const PREFIXES = ['proxy-property-', 'helicone-property-'] as const;
 
+/** The one rule for a value kept from a request, header or body: a non-empty string, cut; else null. */
+function kept(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v.slice(0, MAX_VALUE_CHARS) : null;
+}
+
 function headerOf(headers: IncomingHttpHeaders): (name: string) => string | null {
-  return (name) => {
-    const v = headers[name];
-    return typeof v === 'string' && v !== '' ? v.slice(0, MAX_VALUE_CHARS) : null;
-  };
+  return (name) => kept(headers[name]);
 }
 
 /** The end user the headers name, or null (the body's own field comes next: metering/request-info.ts). */
@@ -30,13 +32,13 @@ export function endUserHeader(headers: IncomingHttpHeaders): string | null {
 
 /**
  * The end user a request's row records and the key's caps per end user count: the headers', else the body's
- * own field (metering/request-info.ts).
+ * own field (metering/request-info.ts), cut by the same rule (the body itself goes upstream as sent).
  */
 export function endUserOf(
   headers: IncomingHttpHeaders,
   info: { end_user?: string | null } | null | undefined,
 ): string | null {
-  return endUserHeader(headers) ?? info?.end_user ?? null;
+  return endUserHeader(headers) ?? kept(info?.end_user);
 }
 
 /** The session: keyrelay's header, Helicone's, then what the client itself sends. */
@@ -50,7 +52,7 @@ export function sessionOf(
   if (named !== null || provider === null) return named;
   const json = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : null;
   const own = providerModule(provider).clientSession(header, json as Record<string, unknown> | null);
-  return own === null ? null : own.slice(0, MAX_VALUE_CHARS);
+  return kept(own);
 }
 
 /** Custom properties by name (lower case, as Node gives header names); keyrelay's header wins over Helicone's. */

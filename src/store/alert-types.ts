@@ -86,6 +86,14 @@ export interface AlertDelivery {
   updated_at: string;
 }
 
+export type AlertDeliveryUpdate = Pick<
+  AlertDelivery,
+  'state' | 'attempts' | 'response_status' | 'error' | 'updated_at'
+> & {
+  /** While pending: when another instance may take it over (its next attempt is due well before). */
+  lease_until: string | null;
+};
+
 export interface AlertStore {
   createAlertRule: (r: AlertRule) => Promise<void>;
   listAlertRules: (orgId: string) => Promise<AlertRule[]>;
@@ -97,16 +105,22 @@ export interface AlertStore {
   deleteAlertRule: (orgId: string, id: string) => Promise<boolean>;
   /**
    * Inserts a pending delivery unless the rule already has one with its dedupe_key; true when this call
-   * inserted it (the caller then delivers it). Atomic across instances sharing the database.
+   * inserted it (the caller then delivers it, holding it until `lease_until`). Atomic across instances
+   * sharing the database.
    */
   claimAlertDelivery: (
-    d: Omit<AlertDelivery, 'state' | 'attempts' | 'response_status' | 'error' | 'updated_at'>,
+    d: Omit<AlertDelivery, 'state' | 'attempts' | 'response_status' | 'error' | 'updated_at'> & {
+      lease_until: string;
+    },
   ) => Promise<boolean>;
-  /** Records an attempt's outcome on a delivery. */
-  updateAlertDelivery: (
-    id: string,
-    u: Pick<AlertDelivery, 'state' | 'attempts' | 'response_status' | 'error' | 'updated_at'>,
-  ) => Promise<void>;
+  /** Records an attempt's outcome on a delivery, and until when its sender holds it (null once settled). */
+  updateAlertDelivery: (id: string, u: AlertDeliveryUpdate) => Promise<void>;
+  /**
+   * Pending deliveries whose lease ran out before `now` (the instance sending them stopped mid-retry), at
+   * most `limit`, oldest lease first: each is now held by the caller until `leaseUntil`, and by no other
+   * caller (a conditional update, atomic across instances).
+   */
+  takeOverAlertDeliveries: (now: string, leaseUntil: string, limit: number) => Promise<AlertDelivery[]>;
   /** An organization's deliveries, newest first. */
   listAlertDeliveries: (orgId: string, limit: number) => Promise<AlertDelivery[]>;
 }

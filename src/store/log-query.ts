@@ -178,6 +178,8 @@ export function buildWhere(f: RequestFilter, d: WhereDialect): string {
     if (value !== undefined) parts.push(`${column} = ${d.bind(value)}`);
   };
   eq('key_id', f.key_id);
+  if (f.exclude_key_ids?.length)
+    parts.push(`(key_id IS NULL OR key_id NOT IN (${f.exclude_key_ids.map((id) => d.bind(id)).join(', ')}))`);
   eq('provider', f.provider);
   eq('model', f.model);
   if (f.model_contains !== undefined) {

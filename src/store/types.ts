@@ -248,7 +248,11 @@ export interface SessionRecord {
   created_at: string;
   last_seen_at: string;
   expires_at: string; // absolute expiry
+  /** How the session was signed in; null for one from before this was recorded (taken as `password`). */
+  via: SessionVia | null;
 }
+
+export type SessionVia = 'password' | 'sso';
 
 /** An account's name for a provider credential, by its keyed fingerprint (RequestLogRow.credential_fingerprint). */
 export interface CredentialLabel {
@@ -446,6 +450,11 @@ export type RequestScope = { org_id: string; account_id?: string } | { account_i
 
 export type RequestFilter = RequestScope & {
   key_id?: string;
+  /**
+   * Rows of these keys are left out: a member's view of an organization leaves out its service keys, whose
+   * rows carry the account of the admin who created them (a row needs one) but are no member's.
+   */
+  exclude_key_ids?: readonly string[];
   provider?: Provider;
   model?: string;
   /** Rows whose model contains this text, in any case (the console's Model filter). */

@@ -676,6 +676,7 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
             dedupe_key: 'budget:2026-03-01:80',
             payload: '{"x":1}',
             created_at: iso(T0),
+            lease_until: iso(T0 + 60_000),
           });
         const won = await Promise.all([claim(cfg), claim(other), claim(cfg), claim(other)]);
         expect(won.filter(Boolean)).toHaveLength(1);
@@ -690,6 +691,7 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         response_status: 500,
         error: 'answered 500',
         updated_at: iso(T0 + 5000),
+        lease_until: null,
       });
       expect(await cfg.listAlertDeliveries(a.id, 10)).toEqual([
         {
@@ -705,6 +707,46 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
       // Deleting the rule takes its deliveries with it.
       await cfg.deleteAlertRule(a.id, r.id);
       expect(await cfg.listAlertDeliveries(a.id, 10)).toEqual([]);
+    });
+
+    it('hands a pending delivery whose lease ran out to one taker, across two stores on one database', async () => {
+      const a = await newAccount();
+      const r = rule(a.id);
+      await cfg.createAlertRule(r);
+      const claim = async (key: string, lease: number) => {
+        const id = newId();
+        const d = { id, rule_id: r.id, org_id: a.id, dedupe_key: key, payload: key, created_at: iso(T0) };
+        expect(await cfg.claimAlertDelivery({ ...d, lease_until: iso(lease) })).toBe(true);
+        return id;
+      };
+      const lapsed = await claim('lapsed', T0 + 1_000);
+      await claim('held', T0 + 60_000);
+      const settled = await claim('settled', T0 + 1_000);
+      await cfg.updateAlertDelivery(settled, {
+        state: 'delivered',
+        attempts: 1,
+        response_status: 200,
+        error: null,
+        updated_at: iso(T0 + 500),
+        lease_until: null,
+      });
+      const other = await ctx.openAnother();
+      try {
+        const now = iso(T0 + 30_000);
+        const taken = await Promise.all([
+          cfg.takeOverAlertDeliveries(now, iso(T0 + 90_000), 10),
+          other.takeOverAlertDeliveries(now, iso(T0 + 90_000), 10),
+        ]);
+        expect(taken.flat().map((d) => d.id)).toEqual([lapsed]);
+        expect(taken.flat()[0]).toMatchObject({ state: 'pending', attempts: 0, payload: 'lapsed' });
+        // Taken, its lease is the taker's now: nobody takes it again before that runs out.
+        expect(await other.takeOverAlertDeliveries(iso(T0 + 59_000), iso(T0 + 200_000), 10)).toEqual([]);
+        // Past both leases, oldest first, at most `limit`.
+        const next = await cfg.takeOverAlertDeliveries(iso(T0 + 95_000), iso(T0 + 200_000), 1);
+        expect(next.map((d) => d.payload)).toEqual(['held']);
+      } finally {
+        await other.close();
+      }
     });
   });
 
@@ -791,6 +833,7 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         created_at: iso(T0),
         last_seen_at: iso(T0),
         expires_at: iso(T0 + 86_400_000),
+        via: 'sso' as const,
       };
       await cfg.createSession(s);
       expect(await cfg.getSession(s.id_hash)).toEqual(s);
@@ -810,6 +853,7 @@ export function describeConfigStoreContract(ctx: ConfigContext): void {
         created_at: iso(T0),
         last_seen_at: iso(T0),
         expires_at: iso(T0 + 1000),
+        via: 'password' as const,
       });
       const [a1, a2, b1] = [mk(a.id), mk(a.id), mk(b.id)];
       for (const s of [a1, a2, b1]) await cfg.createSession(s);

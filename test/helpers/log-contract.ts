@@ -231,6 +231,9 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await find({ end_user: 'user-9' })).toEqual(idsOf(person));
       expect(await find({ session: 'sess-9' })).toEqual(idsOf(person));
       expect(await find({ key_id: 'key-2', provider: 'openai' })).toEqual(idsOf(key2));
+      expect(await find({ exclude_key_ids: ['key-2', 'key-x'] })).toEqual(
+        idsOf(plain, anthropic, failed, tagged, person),
+      );
       const foreign = await log.listRequests({ account_id: other }, { limit: 50 });
       expect(ids(foreign.items)).toEqual([rows.foreign.id]);
     });

@@ -1,4 +1,4 @@
-/** AlertStore on PostgreSQL: `alert_rules` and `alert_deliveries` (config-schema.ts, migrations 15 and 16). */
+/** AlertStore on PostgreSQL: `alert_rules` and `alert_deliveries` (config-schema.ts, migrations 15, 16, 20). */
 import type pg from 'pg';
 import type {
   AlertDelivery,
@@ -101,19 +101,37 @@ export function pgAlertStore(pool: pg.Pool): AlertStore {
     },
     async claimAlertDelivery(d) {
       const r = await pool.query(
-        `INSERT INTO alert_deliveries (${DELIVERY_COLUMNS})
-         VALUES ($1, $2, $3, $4, $5, 'pending', 0, NULL, NULL, $6, $6)
+        `INSERT INTO alert_deliveries (${DELIVERY_COLUMNS}, lease_until)
+         VALUES ($1, $2, $3, $4, $5, 'pending', 0, NULL, NULL, $6, $6, $7)
          ON CONFLICT (rule_id, dedupe_key) DO NOTHING`,
-        [d.id, d.rule_id, d.org_id, d.dedupe_key, d.payload, d.created_at],
+        [d.id, d.rule_id, d.org_id, d.dedupe_key, d.payload, d.created_at, d.lease_until],
       );
       return (r.rowCount ?? 0) > 0;
     },
     async updateAlertDelivery(id, u) {
       await pool.query(
-        `UPDATE alert_deliveries SET state = $2, attempts = $3, response_status = $4, error = $5, updated_at = $6
+        `UPDATE alert_deliveries
+         SET state = $2, attempts = $3, response_status = $4, error = $5, updated_at = $6, lease_until = $7
          WHERE id = $1`,
-        [id, u.state, u.attempts, u.response_status, u.error, u.updated_at],
+        [id, u.state, u.attempts, u.response_status, u.error, u.updated_at, u.lease_until],
       );
+    },
+    async takeOverAlertDeliveries(now, leaseUntil, limit) {
+      // SKIP LOCKED: instances sweeping at once lock disjoint rows. The pick is a CTE, run once (a subquery
+      // under IN may be run again per row, and its LIMIT then bounds each run, not the whole).
+      const list = await rows(
+        `WITH picked AS (
+           SELECT id FROM alert_deliveries WHERE state = 'pending' AND lease_until < $1
+           ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED
+         )
+         UPDATE alert_deliveries d SET lease_until = $2 FROM picked
+         WHERE d.id = picked.id AND d.state = 'pending' AND d.lease_until < $1
+         RETURNING ${DELIVERY_COLUMNS.split(', ')
+           .map((c) => `d.${c}`)
+           .join(', ')}`,
+        [now, leaseUntil, limit],
+      );
+      return list.map(decodeDelivery);
     },
     async listAlertDeliveries(orgId, limit) {
       const list = await rows(

@@ -420,4 +420,18 @@ export const CONFIG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 20,
+    name: 'alert delivery leases, session sign-in method',
+    // The instance sending a delivery holds it until lease_until (its next attempt's time and then some);
+    // a pending delivery past it lost its sender and another instance takes it over. Deliveries pending
+    // from before this are past theirs at once. A session records how it was signed in, so that a password
+    // session ends when its account's organization turns SSO-only; one from before is taken as a password's.
+    sql: `
+      ALTER TABLE sessions ADD COLUMN via text CHECK (via IN ('password', 'sso'));
+      ALTER TABLE alert_deliveries ADD COLUMN lease_until timestamptz;
+      UPDATE alert_deliveries SET lease_until = updated_at WHERE state = 'pending';
+      CREATE INDEX alert_deliveries_lease ON alert_deliveries(lease_until) WHERE state = 'pending';
+    `,
+  },
 ];

@@ -48,7 +48,7 @@ const KEY_COLUMNS =
   'budget_mode, rate_limit_tpm, max_concurrent, rate_limit_scope, budget_unpriced, service, ' +
   'user_rate_limit_rpm, user_budget_usd, user_budget_period, user_budget_mode';
 const ACCOUNT_COLUMNS = 'id, email, password_hash, password_changed_at, created_at';
-const SESSION_COLUMNS = 'id_hash, account_id, created_at, last_seen_at, expires_at';
+const SESSION_COLUMNS = 'id_hash, account_id, created_at, last_seen_at, expires_at, via';
 const AUDIT_COLUMNS = 'id, org_id, at, actor_id, actor_email, action, target, ip, user_agent, before, after';
 const INVITE_COLUMNS = 'id, org_id, role, created_by, created_at, expires_at, used_at, used_by';
 const ORG_COLUMNS = 'id, name, personal_of, created_at';
@@ -154,6 +154,7 @@ function toSession(r: Row): SessionRecord {
     created_at: isoOrNull(r.created_at)!,
     last_seen_at: isoOrNull(r.last_seen_at)!,
     expires_at: isoOrNull(r.expires_at)!,
+    via: (r.via as SessionRecord['via']) ?? null,
   };
 }
 
@@ -189,6 +190,7 @@ export class PgConfigStore implements ConfigStore {
     this.claimAlertDelivery = alerts.claimAlertDelivery;
     this.updateAlertDelivery = alerts.updateAlertDelivery;
     this.listAlertDeliveries = alerts.listAlertDeliveries;
+    this.takeOverAlertDeliveries = alerts.takeOverAlertDeliveries;
   }
 
   readonly createAlertRule: AlertStore['createAlertRule'];
@@ -199,6 +201,7 @@ export class PgConfigStore implements ConfigStore {
   readonly claimAlertDelivery: AlertStore['claimAlertDelivery'];
   readonly updateAlertDelivery: AlertStore['updateAlertDelivery'];
   readonly listAlertDeliveries: AlertStore['listAlertDeliveries'];
+  readonly takeOverAlertDeliveries: AlertStore['takeOverAlertDeliveries'];
 
   private async rows(sql: string, params: unknown[]): Promise<Row[]> {
     return (await this.pool.query<Row>(sql, params)).rows;
@@ -740,12 +743,13 @@ export class PgConfigStore implements ConfigStore {
   }
 
   async createSession(s: SessionRecord): Promise<void> {
-    await this.pool.query(`INSERT INTO sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5)`, [
+    await this.pool.query(`INSERT INTO sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
       s.id_hash,
       s.account_id,
       toIso(s.created_at),
       toIso(s.last_seen_at),
       toIso(s.expires_at),
+      s.via,
     ]);
   }
 

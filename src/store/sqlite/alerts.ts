@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/require-await -- SQLite drivers are synchronous; `async` turns their throws
    into rejections, as the interface promises. */
-/** AlertStore on SQLite: `alert_rules` and `alert_deliveries` (config-schema.ts, migrations 15 and 16). */
+/** AlertStore on SQLite: `alert_rules` and `alert_deliveries` (config-schema.ts, migrations 15, 16 and 20). */
 import type {
   AlertDelivery,
   AlertFormat,
@@ -10,6 +10,7 @@ import type {
   AlertScope,
   AlertStore,
   AlertDeliveryState,
+  AlertDeliveryUpdate,
 } from '../alert-types.js';
 import type { StatementCache } from './db.js';
 
@@ -100,16 +101,31 @@ export function sqliteAlertStore(stmt: StatementCache): AlertStore {
     },
     async claimAlertDelivery(d) {
       const r = stmt(
-        `INSERT INTO alert_deliveries (${DELIVERY_COLUMNS}) VALUES (?, ?, ?, ?, ?, 'pending', 0, NULL, NULL, ?, ?)
+        `INSERT INTO alert_deliveries (${DELIVERY_COLUMNS}, lease_until)
+         VALUES (?, ?, ?, ?, ?, 'pending', 0, NULL, NULL, ?, ?, ?)
          ON CONFLICT (rule_id, dedupe_key) DO NOTHING`,
-      ).run(d.id, d.rule_id, d.org_id, d.dedupe_key, d.payload, d.created_at, d.created_at);
+      ).run(d.id, d.rule_id, d.org_id, d.dedupe_key, d.payload, d.created_at, d.created_at, d.lease_until);
       return r.changes > 0;
     },
-    async updateAlertDelivery(id, u) {
+    async updateAlertDelivery(id, u: AlertDeliveryUpdate) {
       stmt(
-        `UPDATE alert_deliveries SET state = ?, attempts = ?, response_status = ?, error = ?, updated_at = ?
+        `UPDATE alert_deliveries
+         SET state = ?, attempts = ?, response_status = ?, error = ?, updated_at = ?, lease_until = ?
          WHERE id = ?`,
-      ).run(u.state, u.attempts, u.response_status, u.error, u.updated_at, id);
+      ).run(u.state, u.attempts, u.response_status, u.error, u.updated_at, u.lease_until, id);
+    },
+    async takeOverAlertDeliveries(now, leaseUntil, limit) {
+      // One statement: SQLite runs it whole, so no other writer takes the same rows.
+      return stmt<[string, string, number, string], DbRow>(
+        `UPDATE alert_deliveries SET lease_until = ?
+         WHERE id IN (
+           SELECT id FROM alert_deliveries WHERE state = 'pending' AND lease_until < ?
+           ORDER BY lease_until LIMIT ?
+         ) AND state = 'pending' AND lease_until < ?
+         RETURNING ${DELIVERY_COLUMNS}`,
+      )
+        .all(leaseUntil, now, limit, now)
+        .map(decodeDelivery);
     },
     async listAlertDeliveries(orgId, limit) {
       return stmt<[string, number], DbRow>(

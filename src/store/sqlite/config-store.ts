@@ -129,6 +129,7 @@ export class SqliteConfigStore implements ConfigStore {
     this.claimAlertDelivery = alerts.claimAlertDelivery;
     this.updateAlertDelivery = alerts.updateAlertDelivery;
     this.listAlertDeliveries = alerts.listAlertDeliveries;
+    this.takeOverAlertDeliveries = alerts.takeOverAlertDeliveries;
   }
 
   readonly createAlertRule: AlertStore['createAlertRule'];
@@ -139,6 +140,7 @@ export class SqliteConfigStore implements ConfigStore {
   readonly claimAlertDelivery: AlertStore['claimAlertDelivery'];
   readonly updateAlertDelivery: AlertStore['updateAlertDelivery'];
   readonly listAlertDeliveries: AlertStore['listAlertDeliveries'];
+  readonly takeOverAlertDeliveries: AlertStore['takeOverAlertDeliveries'];
 
   async migrate(): Promise<void> {
     runSqliteMigrations(this.db, CONFIG_MIGRATIONS);
@@ -702,14 +704,15 @@ export class SqliteConfigStore implements ConfigStore {
 
   async createSession(s: SessionRecord): Promise<void> {
     this.stmt(
-      'INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?)',
-    ).run(s.id_hash, s.account_id, toIso(s.created_at), toIso(s.last_seen_at), toIso(s.expires_at));
+      `INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at, expires_at, via)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ).run(s.id_hash, s.account_id, toIso(s.created_at), toIso(s.last_seen_at), toIso(s.expires_at), s.via);
   }
 
   async getSession(idHash: string): Promise<SessionRecord | null> {
     return (
       this.stmt<[string], SessionRecord>(
-        'SELECT id_hash, account_id, created_at, last_seen_at, expires_at FROM sessions WHERE id_hash = ?',
+        'SELECT id_hash, account_id, created_at, last_seen_at, expires_at, via FROM sessions WHERE id_hash = ?',
       ).get(idHash) ?? null
     );
   }
