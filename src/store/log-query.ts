@@ -249,6 +249,13 @@ export function spendBefore(before: string, now = Date.now()): string {
 
 export const NEWEST_FIRST: RequestSort = { by: 'time', dir: 'desc' };
 
+/**
+ * How a store's planner matches a test of an index's boolean term, `(cost_usd IS NULL)`: SQLite as an
+ * equality (`= FALSE`); PostgreSQL as a boolean test (`IS FALSE`: it folds `= FALSE` into `IS NOT NULL`,
+ * which no index term is).
+ */
+export type FlagTest = '=' | 'IS';
+
 /** Each sort key's value per row; ties are broken by id in the same direction. Only cost can be null. */
 const SORT_VALUE: Record<Exclude<RequestSort['by'], 'time'>, string> = {
   cost: 'cost_usd',
@@ -273,6 +280,7 @@ export function pageSql(
   sort: RequestSort,
   cursor: string | null | undefined,
   limit: number,
+  flagTest: FlagTest,
 ): string {
   const bind = (v: string | number) => d.bind(v);
   const where = () => buildWhere(f, d);
@@ -292,15 +300,15 @@ export function pageSql(
     if (after?.[0] === null) throw domainError('invalid_cursor');
     return select(() => (after ? past(after[0]!, after[1]) : ''), `${v} ${dir}, id ${dir}`);
   }
+  const flag = (isNull: boolean) => ` AND (${v} IS NULL) ${flagTest} ${isNull ? 'TRUE' : 'FALSE'}`;
+  // The unpriced run in the index's order too: every cost in it is NULL, so (cost, id) is id order.
+  const order = `${v} ${dir}, id ${dir}`;
+  const unpriced = (cond: () => string) => select(() => `${flag(true)} AND ${v} IS NULL${cond()}`, order);
   // A cursor in the unpriced rows: the priced ones are all behind it.
-  if (after && after[0] === null)
-    return select(() => ` AND (${v} IS NULL) = TRUE AND id ${op} ${bind(after[1])}`, `id ${dir}`);
-  const priced = select(
-    () => ` AND (${v} IS NULL) = FALSE${after ? past(after[0]!, after[1]) : ''}`,
-    `${v} ${dir}, id ${dir}`,
-  );
-  const unpriced = select(() => ` AND (${v} IS NULL) = TRUE`, `id ${dir}`);
-  return `SELECT * FROM (SELECT * FROM (${priced}) priced UNION ALL SELECT * FROM (${unpriced}) unpriced) page
+  if (after && after[0] === null) return unpriced(() => ` AND id ${op} ${bind(after[1])}`);
+  const priced = select(() => `${flag(false)}${after ? past(after[0]!, after[1]) : ''}`, order);
+  const rest = unpriced(() => '');
+  return `SELECT * FROM (SELECT * FROM (${priced}) priced UNION ALL SELECT * FROM (${rest}) unpriced) page
     ORDER BY (${v} IS NULL), ${v} ${dir}, id ${dir} LIMIT ${bind(limit)}`;
 }
 

@@ -277,7 +277,7 @@ export class PgLogStore implements LogStore {
     if (!rows) {
       const params: unknown[] = [];
       const d = dialect(params);
-      const sql = pageSql(SUMMARY_COLUMNS.join(', '), f, d, sort, opts.cursor, limit + 1);
+      const sql = pageSql(SUMMARY_COLUMNS.join(', '), f, d, sort, opts.cursor, limit + 1, 'IS');
       rows = (await this.pool.query<Row>(sql, params)).rows;
     }
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));

@@ -283,7 +283,7 @@ export class SqliteLogStore implements LogStore {
     const params: (string | number)[] = [];
     const d = this.dialect(params);
     const limit = Math.max(1, Math.floor(opts.limit));
-    const sql = pageSql(SUMMARY_COLUMNS.join(', '), f, d, sort, opts.cursor, limit + 1);
+    const sql = pageSql(SUMMARY_COLUMNS.join(', '), f, d, sort, opts.cursor, limit + 1, '=');
     const rows = this.stmt<unknown[], DbRow>(sql).all(...params);
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
     const more = rows.length > limit;
