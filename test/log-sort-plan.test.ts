@@ -13,7 +13,8 @@ import { pageCursor, pageSql, SUMMARY_COLUMNS, type FlagTest } from '../src/stor
 import { PgLogStore } from '../src/store/postgres/log-store.js';
 import { openSqlite } from '../src/store/sqlite/db.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
-import { REQUEST_SORT_KEYS, type RequestSort } from '../src/store/types.js';
+import { NEWEST_FIRST } from '../src/store/log-query.js';
+import { REQUEST_SORT_KEYS, type RequestFilter, type RequestSort } from '../src/store/types.js';
 import { makeLogRow, toSummary } from './helpers/log-rows.js';
 import { createTestDatabase } from './helpers/pg.js';
 
@@ -21,7 +22,13 @@ const dir = mkdtempSync(join(tmpdir(), 'keyrelay-sort-plan-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The statement listRequests runs for a page of org-1, and its bound values. */
-function page(sort: RequestSort, cursor: string | null, placeholder: 'sqlite' | 'pg', test: FlagTest) {
+function page(
+  sort: RequestSort,
+  cursor: string | null,
+  placeholder: 'sqlite' | 'pg',
+  test: FlagTest,
+  filter: RequestFilter = { org_id: 'org-1' },
+) {
   const params: (string | number)[] = [];
   const d = {
     bind: (v: string | number) => (params.push(v), placeholder === 'pg' ? `$${params.length}` : '?'),
@@ -29,7 +36,7 @@ function page(sort: RequestSort, cursor: string | null, placeholder: 'sqlite' | 
     propertyPresent: () => 'TRUE',
     search: () => 'TRUE',
   };
-  return { sql: pageSql(SUMMARY_COLUMNS.join(', '), { org_id: 'org-1' }, d, sort, cursor, 51, test), params };
+  return { sql: pageSql(SUMMARY_COLUMNS.join(', '), filter, d, sort, cursor, 51, test), params };
 }
 
 const priced = makeLogRow({ org_id: 'org-1', account_id: 'acct-1' });
@@ -53,10 +60,10 @@ function* pages(): Generator<{ sort: RequestSort; cursor: string | null; label: 
   }
 }
 
-function plan(path: string, sort: RequestSort, cursor: string | null): string[] {
+function plan(path: string, sort: RequestSort, cursor: string | null, filter?: RequestFilter): string[] {
   const db = openSqlite(path);
   try {
-    const { sql, params } = page(sort, cursor, 'sqlite', '=');
+    const { sql, params } = page(sort, cursor, 'sqlite', '=', filter);
     return db
       .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
       .all(...params)
@@ -102,6 +109,50 @@ describe('sorted request pages', () => {
         );
         const sorts = lines.filter((l) => /\bSort\b/.test(l) && !l.includes('Sort Key'));
         expect(sorts, `${label}: ${lines.join('\n')}`).toHaveLength(union ? 1 : 0);
+      }
+    } finally {
+      await client.end();
+      await store.close();
+      await db.drop();
+    }
+  });
+});
+
+/** One end user's rows and one session's, newest first: the end-user and session views' pages. */
+const NAMED: [RequestFilter, string][] = [
+  [{ org_id: 'org-1', end_user: 'user-42' }, 'requests_org_end_user'],
+  [{ org_id: 'org-1', session: 'sess-7' }, 'requests_org_session'],
+];
+
+describe("one end user's or one session's page", () => {
+  it('is a range of its own index on SQLite', async () => {
+    const path = join(dir, 'named.db');
+    const store = new SqliteLogStore(path);
+    await store.migrate();
+    await store.insertBatch([priced, unpriced]);
+    await store.close();
+    for (const [filter, index] of NAMED) {
+      const lines = plan(path, NEWEST_FIRST, null, filter);
+      expect(lines.join(' | ')).toMatch(new RegExp(`^SEARCH requests USING INDEX ${index} `));
+      expect(lines.filter((l) => l.includes('TEMP B-TREE'))).toEqual([]);
+    }
+  });
+
+  it('is a range of its own index on PostgreSQL', async () => {
+    const db = await createTestDatabase();
+    const store = new PgLogStore(db.url);
+    const client = new pg.Client({ connectionString: db.url });
+    try {
+      await store.migrate();
+      await store.insertBatch([priced, unpriced]);
+      await client.connect();
+      await client.query('SET enable_seqscan = off; SET enable_sort = off; SET enable_bitmapscan = off');
+      for (const [filter, index] of NAMED) {
+        const { sql, params } = page(NEWEST_FIRST, null, 'pg', 'IS', filter);
+        const lines = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows.map(
+          (r) => r['QUERY PLAN'],
+        );
+        expect(lines.join('\n')).toContain(`Index Scan Backward using ${index} on requests`);
       }
     } finally {
       await client.end();

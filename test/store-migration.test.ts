@@ -475,7 +475,8 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
     const log = new SqliteLogStore(path);
     cleanups.push(() => log.close());
     await log.migrate();
-    // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's.
+    // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's,
+    // the end-user and session indexes 16's.
     const later = [
       'requests',
       'batches',
@@ -484,6 +485,8 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
       'requests_org_cost',
       'requests_org_tokens',
       'requests_org_latency',
+      'requests_org_end_user',
+      'requests_org_session',
     ];
     const unchanged = (r: { name: string }) => !later.includes(r.name);
     expect(schema().filter(unchanged)).toEqual(before.filter(unchanged));

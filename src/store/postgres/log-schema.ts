@@ -226,6 +226,17 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX requests_org_latency ON requests (org_id, latency_ms, id);
     `,
   },
+  {
+    version: 16,
+    name: 'requests by end user and by session',
+    // One end user's or one session's rows in the organization, newest first (the end-user and session
+    // views, and their series): an index range, not the organization's rows read newest first until 50 of
+    // theirs turn up. Only rows that name one.
+    sql: `
+      CREATE INDEX requests_org_end_user ON requests (org_id, end_user, id) WHERE end_user IS NOT NULL;
+      CREATE INDEX requests_org_session ON requests (org_id, session, id) WHERE session IS NOT NULL;
+    `,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */

@@ -260,6 +260,18 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX requests_org_latency ON requests(org_id, latency_ms, id);
     `,
   },
+  {
+    version: 16,
+    name: 'requests by end user and by session',
+    // One end user's or one session's rows in the organization, newest first (the end-user and session
+    // views, and their series): an index range. Without them a page read the organization's rows newest
+    // first until it found 50 of that end user's (1,000,000 rows, 5,000 end users: ~0.8 s a page, ~2 s a
+    // month's series). Only rows that name one.
+    sql: `
+      CREATE INDEX requests_org_end_user ON requests(org_id, end_user, id) WHERE end_user IS NOT NULL;
+      CREATE INDEX requests_org_session ON requests(org_id, session, id) WHERE session IS NOT NULL;
+    `,
+  },
 ];
 
 const PROVIDER_CHECK = /\s*CHECK \(provider IN \([^)]*\)\)/;
