@@ -51,6 +51,15 @@ function cleanEnv(extra: Record<string, string>): Record<string, string> {
   return { ...env, ...extra };
 }
 
+/** Runs a `keyrelay` command from the build with `env` (and none of ours: cleanEnv); resolves to its stdout. */
+export async function keyrelayCli(env: Record<string, string>, args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, [MAIN, ...args], {
+    cwd: ROOT,
+    env: cleanEnv({ KEYRELAY_LOG_LEVEL: 'warn', ...env }),
+  });
+  return stdout;
+}
+
 /** A user and its key in `dataDir`; `limits` are `keys limits` flags for the key, e.g. ['--tpm', '1000']. */
 export async function createBenchKey(dataDir: string, limits: string[] = []): Promise<string> {
   // `users create` refuses a data dir without keyrelay's schema (only serve and migrate create one).

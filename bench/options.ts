@@ -51,7 +51,7 @@ export interface Options {
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--no-limits-column] [--otel] [--ws] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--no-limits-column] [--otel] [--ws] [--views] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
   --quick        one repetition of short runs (~2 min with the two 33 s idle waits)
   --reps N       repetitions per measurement (median reported; default 3)
   --rates A,B    fixed request rates of the open-loop latency steps (default 2000)
@@ -69,6 +69,8 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--stre
   --otel         add the "kr otel" column: keyrelay exporting OpenTelemetry traces and metrics to a
                  local OTLP/HTTP collector (bench/otlp-sink.ts); the notes give export on − off
   --ws           also run the WebSocket bench (npm run bench:ws) afterwards
+  --views        only the console views bench (bench/views.ts: each view over a million rows on SQLite
+                 and PostgreSQL, and the proxy's p99 beside them); --views --help lists its options
   --nice         run the bench's processes at nice -15 (root): steadier numbers on a busy shared machine
   --node PATH    node binary for both proxies, e.g. /opt/node24/node_modules/node/bin/node
   --node-flag F  extra node flag for keyrelay, e.g. --node-flag --max-semi-space-size=4 (repeatable)

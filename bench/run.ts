@@ -3,7 +3,7 @@
  * logging or the full-text index off, and with a key that has limits) and the load driver, each in its own process on 127.0.0.1. Every step is repeated and interleaved across targets so a
  * slow moment hits all columns alike; the median is reported. Prints a table, writes JSON.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +26,14 @@ import {
 import { removeDirs, startAll } from './setup.js';
 import { summarizeStages, type StageSummary } from './stages.js';
 
+// --views is its own bench (bench/views.ts), with its own options: the rest of the run is not started.
+if (process.argv.includes('--views')) {
+  const args = process.argv.slice(2).filter((a) => a !== '--views');
+  const views = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/views.ts'), ...args], {
+    stdio: 'inherit',
+  });
+  process.exit(views.status ?? 1);
+}
 const opts = parseOptions(process.argv.slice(2));
 const started = new Date();
 const stamp = started.toISOString().replace(/[:.]/g, '-');

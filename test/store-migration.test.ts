@@ -484,7 +484,7 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
     cleanups.push(() => log.close());
     await log.migrate();
     // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's,
-    // requests_org_session 15's.
+    // requests_org_session 15's, requests_org_end_user 16's.
     const later = [
       'requests',
       'batches',
@@ -493,6 +493,7 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
       'requests_org_cost',
       'requests_org_tokens',
       'requests_org_latency',
+      'requests_org_end_user',
       'requests_org_session',
     ];
     const unchanged = (r: { name: string }) => !later.includes(r.name);

@@ -251,6 +251,13 @@ export function spendBefore(before: string, now = Date.now()): string {
 
 export const NEWEST_FIRST: RequestSort = { by: 'time', dir: 'desc' };
 
+/**
+ * How a store's planner matches a test of an index's boolean term, `(cost_usd IS NULL)`: SQLite as an
+ * equality (`= FALSE`); PostgreSQL as a boolean test (`IS FALSE`: it folds `= FALSE` into `IS NOT NULL`,
+ * which no index term is).
+ */
+export type FlagTest = '=' | 'IS';
+
 /** Each sort key's value per row; ties are broken by id in the same direction. Only cost can be null. */
 const SORT_VALUE: Record<Exclude<RequestSort['by'], 'time'>, string> = {
   cost: 'cost_usd',
@@ -259,29 +266,52 @@ const SORT_VALUE: Record<Exclude<RequestSort['by'], 'time'>, string> = {
 };
 
 /**
- * A page's ORDER BY, and the condition for the rows after the cursor: keyset pagination, so a page never
- * repeats or skips a row while rows are added. Rows without a value (unpriced cost) come last either way.
+ * One page's SELECT (at most `limit` rows) under `sort`, after `cursor`: keyset pagination, so a page never
+ * repeats or skips a row while rows are added. Each order is one of the organization's sort indexes read
+ * from the cursor on (log migration 14), never a sort of every row: the order is exactly the index's, and
+ * the cursor a row-value bound on it. Unpriced costs come last in either direction, which no one index
+ * order gives for both: priced rows (`(cost_usd IS NULL) = FALSE`, an equality on the index's first
+ * term) then unpriced ones, each branch an index range, their union sorted (at most 2 × limit rows).
+ * The filter's WHERE is written once per branch, each binding its own placeholders in the order they appear.
  * A sorted cursor carries the last row's value and id; a time cursor its id alone.
  */
-export function sortSql(
+export function pageSql(
+  columns: string,
+  f: RequestFilter,
+  d: WhereDialect,
   sort: RequestSort,
   cursor: string | null | undefined,
-  bind: (v: string | number) => string,
-): { after: string; order: string } {
+  limit: number,
+  flagTest: FlagTest,
+): string {
+  const bind = (v: string | number) => d.bind(v);
+  const where = () => buildWhere(f, d);
   const dir = sort.dir === 'asc' ? 'ASC' : 'DESC';
   const op = sort.dir === 'asc' ? '>' : '<';
+  // The condition is a function too: placeholders may be positional, so each is bound where it is written.
+  const select = (cond: () => string, order: string) =>
+    `SELECT ${columns} FROM requests WHERE ${where()}${cond()} ORDER BY ${order} LIMIT ${bind(limit)}`;
   if (sort.by === 'time') {
-    return { after: cursor ? ` AND id ${op} ${bind(decodeCursor(cursor))}` : '', order: `id ${dir}` };
+    return select(() => (cursor ? ` AND id ${op} ${bind(decodeCursor(cursor))}` : ''), `id ${dir}`);
   }
   const v = SORT_VALUE[sort.by];
-  const order = `(${v} IS NULL), ${v} ${dir}, id ${dir}`;
-  if (!cursor) return { after: '', order };
-  const [value, id] = decodeSortCursor(cursor);
-  if (value === null) return { after: ` AND ${v} IS NULL AND id ${op} ${bind(id)}`, order };
-  return {
-    after: ` AND (${v} IS NULL OR ${v} ${op} ${bind(value)} OR (${v} = ${bind(value)} AND id ${op} ${bind(id)}))`,
-    order,
-  };
+  const after = cursor ? decodeSortCursor(cursor) : null;
+  const past = (value: number, id: string) => ` AND (${v}, id) ${op} (${bind(value)}, ${bind(id)})`;
+  if (sort.by !== 'cost') {
+    // Never null (latency_ms is NOT NULL, tokens coalesced): the index's order as is.
+    if (after?.[0] === null) throw domainError('invalid_cursor');
+    return select(() => (after ? past(after[0]!, after[1]) : ''), `${v} ${dir}, id ${dir}`);
+  }
+  const flag = (isNull: boolean) => ` AND (${v} IS NULL) ${flagTest} ${isNull ? 'TRUE' : 'FALSE'}`;
+  // The unpriced run in the index's order too: every cost in it is NULL, so (cost, id) is id order.
+  const order = `${v} ${dir}, id ${dir}`;
+  const unpriced = (cond: () => string) => select(() => `${flag(true)} AND ${v} IS NULL${cond()}`, order);
+  // A cursor in the unpriced rows: the priced ones are all behind it.
+  if (after && after[0] === null) return unpriced(() => ` AND id ${op} ${bind(after[1])}`);
+  const priced = select(() => `${flag(false)}${after ? past(after[0]!, after[1]) : ''}`, order);
+  const rest = unpriced(() => '');
+  return `SELECT * FROM (SELECT * FROM (${priced}) priced UNION ALL SELECT * FROM (${rest}) unpriced) page
+    ORDER BY (${v} IS NULL), ${v} ${dir}, id ${dir} LIMIT ${bind(limit)}`;
 }
 
 /** The cursor after a page's last row, under its sort. */

@@ -233,6 +233,16 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
     // only rows with a session are in it, so a log without sessions pays nothing on insert.
     sql: `CREATE INDEX requests_org_session ON requests (org_id, session, id) WHERE session IS NOT NULL;`,
   },
+  {
+    version: 16,
+    name: 'requests by end user',
+    // One end user's rows in the organization, newest first (the end-user view and its
+    // series): an index range, not the organization's rows read newest first until 50 of
+    // theirs turn up. Only rows that name one; a session's rows are migration 15's index.
+    sql: `
+      CREATE INDEX requests_org_end_user ON requests (org_id, end_user, id) WHERE end_user IS NOT NULL;
+    `,
+  },
 ];
 
 /** Column → SQL array type for the unnest() insert. */

@@ -20,7 +20,7 @@ import {
   buildWhere,
   NEWEST_FIRST,
   pageCursor,
-  sortSql,
+  pageSql,
   scanSearchSql,
   searchGroups,
   decodeCursor,
@@ -268,10 +268,7 @@ export class PgLogStore implements LogStore {
     if (!rows) {
       const params: unknown[] = [];
       const d = dialect(params);
-      const where = buildWhere(f, d);
-      const { after, order } = sortSql(sort, opts.cursor, (v) => d.bind(v));
-      const sql = `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}${after}
-        ORDER BY ${order} LIMIT ${d.bind(limit + 1)}`;
+      const sql = pageSql(SUMMARY_COLUMNS.join(', '), f, d, sort, opts.cursor, limit + 1, 'IS');
       rows = (await this.pool.query<Row>(sql, params)).rows;
     }
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));

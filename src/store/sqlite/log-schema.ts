@@ -267,6 +267,17 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
     // only rows with a session are in it, so a log without sessions pays nothing on insert.
     sql: `CREATE INDEX requests_org_session ON requests(org_id, session, id) WHERE session IS NOT NULL;`,
   },
+  {
+    version: 16,
+    name: 'requests by end user',
+    // One end user's rows in the organization, newest first (the end-user view and its
+    // series): an index range. Without it a page read the organization's rows newest
+    // first until it found 50 of that end user's (1,000,000 rows, 5,000 end users: ~0.8 s a page, ~2 s a
+    // month's series). Only rows that name one; a session's rows are migration 15's index.
+    sql: `
+      CREATE INDEX requests_org_end_user ON requests(org_id, end_user, id) WHERE end_user IS NOT NULL;
+    `,
+  },
 ];
 
 const PROVIDER_CHECK = /\s*CHECK \(provider IN \([^)]*\)\)/;

@@ -20,7 +20,7 @@ import {
   buildWhere,
   NEWEST_FIRST,
   pageCursor,
-  sortSql,
+  pageSql,
   decodeCursor,
   encodeEach,
   encodeCursor,
@@ -291,13 +291,9 @@ export class SqliteLogStore implements LogStore {
     }
     const params: (string | number)[] = [];
     const d = this.dialect(params);
-    const where = buildWhere(f, d);
-    const { after, order } = sortSql(sort, opts.cursor, (v) => d.bind(v));
     const limit = Math.max(1, Math.floor(opts.limit));
-    const rows = this.stmt<unknown[], DbRow>(
-      `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where}${after}
-       ORDER BY ${order} LIMIT ${d.bind(limit + 1)}`,
-    ).all(...params);
+    const sql = pageSql(SUMMARY_COLUMNS.join(', '), f, d, sort, opts.cursor, limit + 1, '=');
+    const rows = this.stmt<unknown[], DbRow>(sql).all(...params);
     const items = rows.slice(0, limit).map((r) => decodeRow<RequestSummary>(r));
     const more = rows.length > limit;
     return { items, next_cursor: more && items.length ? pageCursor(sort, items[items.length - 1]!) : null };
