@@ -58,7 +58,7 @@ export function sqliteSessionReads(
       const limit = Math.max(1, Math.floor(opts.limit));
       const sql = sessionListSql(
         SESSION_SELECT,
-        f.org_id === undefined ? null : () => `org_id = ${d.bind(f.org_id!)}`,
+        f,
         () => buildWhere(f, d),
         opts.cursor,
         limit + 1,
