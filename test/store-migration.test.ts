@@ -439,7 +439,7 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
       ['anthropic', 10],
       ['openai', 10],
     ]);
-    // The rows' organization (migration 13) and session (15's index) read as one session.
+    // The rows' organization (migration 13) and session (18's index) read as one session.
     const org = { org_id: rows[0]!.account_id };
     expect((await log.listSessions(org, { limit: 5 })).items.map((x) => [x.session, x.requests])).toEqual([
       ['sess-7', 20],
@@ -484,7 +484,7 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
     cleanups.push(() => log.close());
     await log.migrate();
     // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's,
-    // requests_org_session 15's, requests_org_end_user 16's.
+    // requests_org_session 15's (replaced by 18's requests_org_session_page), requests_org_end_user 16's.
     const later = [
       'requests',
       'batches',
@@ -495,6 +495,7 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
       'requests_org_latency',
       'requests_org_end_user',
       'requests_org_session',
+      'requests_org_session_page',
     ];
     const unchanged = (r: { name: string }) => !later.includes(r.name);
     expect(schema().filter(unchanged)).toEqual(before.filter(unchanged));

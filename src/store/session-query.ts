@@ -10,7 +10,7 @@ import {
   toUsageNumbers,
   type AggregateRow,
 } from './log-query.js';
-import type { Page, SessionSummary, SplitBy, UsageSplitPoint } from './types.js';
+import type { Page, RequestFilter, SessionSummary, SplitBy, UsageSplitPoint } from './types.js';
 
 /**
  * The session list's select list, given how each database writes a row's end in epoch milliseconds and its
@@ -21,9 +21,56 @@ export function sessionSelectSql(endMs: string, distinct: (column: string) => st
     ${AGGREGATE_SQL}, ${distinct('model')} AS models, ${distinct('end_user')} AS end_users`;
 }
 
-/** The keyset: sessions whose first row is older than the previous page's last (HAVING, on the group). */
-export function sessionAfterSql(cursor: string | null | undefined, bind: (v: string) => string): string {
-  return cursor ? ` HAVING MIN(id) < ${bind(decodeCursor(cursor))}` : '';
+/** The filters the session list's index walk answers without the table: the scope and the time range. */
+const WALKED_FILTERS = new Set(['org_id', 'account_id', 'from', 'to']);
+
+/**
+ * The session list in one statement (one snapshot). Grouping every session in range with its sums read a
+ * million rows from the table to keep fifty, so when the filter is an organization and a time range the page's
+ * sessions are picked first, by their first row in range alone, and only those are summed. The picking walks
+ * the organization's sessions on the (org_id, session, id, created_at, end_user) index: one seek to the next
+ * session and one to its first row in range, about two seeks a session rather than a read of every row. A
+ * narrower filter (an end user, a model, a search) keeps the plain grouping, which the database starts from
+ * that filter's own index; the walk would visit every session to find the few that match.
+ * `where` is called once per use so that positional placeholders are bound in text order.
+ */
+export function sessionListSql(
+  select: string,
+  f: RequestFilter,
+  where: () => string,
+  cursor: string | null | undefined,
+  limit: number,
+  bind: (v: string | number) => string,
+): string {
+  const walk =
+    f.org_id !== undefined && Object.entries(f).every(([k, v]) => v === undefined || WALKED_FILTERS.has(k));
+  if (!walk) {
+    const having = cursor ? ` HAVING MIN(id) < ${bind(decodeCursor(cursor))}` : '';
+    return `SELECT ${select} FROM requests WHERE ${where()} AND session IS NOT NULL
+      GROUP BY session${having} ORDER BY first_id DESC LIMIT ${bind(limit)}`;
+  }
+  const start = `org_id = ${bind(f.org_id!)}`;
+  const next = `org_id = ${bind(f.org_id!)}`;
+  const first = where();
+  // The keyset: sessions whose first row is older than the previous page's last. MATERIALIZED: PostgreSQL
+  // otherwise runs the first-row seek twice, once for the filter and once for the order.
+  const after = cursor ? ` AND id < ${bind(decodeCursor(cursor))}` : '';
+  return `WITH RECURSIVE names(name) AS (
+      SELECT MIN(session) FROM requests WHERE ${start} AND session IS NOT NULL
+      UNION ALL
+      SELECT (SELECT MIN(session) FROM requests WHERE ${next} AND session IS NOT NULL AND session > name)
+      FROM names WHERE name IS NOT NULL
+    ),
+    firsts AS MATERIALIZED (
+      SELECT name AS page_session, (SELECT MIN(id) FROM requests
+        WHERE ${first} AND session IS NOT NULL AND session = name${after}) AS page_first
+      FROM names WHERE name IS NOT NULL
+    ),
+    page AS (SELECT page_session FROM firsts WHERE page_first IS NOT NULL
+      ORDER BY page_first DESC LIMIT ${bind(limit)})
+    SELECT ${select} FROM requests
+    WHERE ${where()} AND session IS NOT NULL AND session IN (SELECT page_session FROM page)
+    GROUP BY session ORDER BY first_id DESC`;
 }
 
 export type SessionRow = AggregateRow & {

@@ -174,6 +174,9 @@ export function describeSessionContract(ctx: LogContext): void {
     const to = new Date(T0 + HOUR + MIN).toISOString();
     const ranged = await log.listSessions({ org_id: org, from, to }, { limit: 10 });
     expect(ranged.items).toEqual([expected('run-2', rows.slice(3, 4)), expected('run-1', rows.slice(1, 3))]);
+    // Paged within a range, each session keyed by its first row in the range, in the caller's rows alone.
+    const paged = await allSessions(log, { org_id: org, account_id: 'acct-a', from, to }, 1);
+    expect(paged).toEqual([[expected('run-2', rows.slice(3, 4))], [expected('run-1', rows.slice(1, 3))]]);
   });
 
   it('sessionCalls reads one session oldest first, a page at a time, in the scope alone', async () => {

@@ -9,7 +9,7 @@ import {
   type AggregateRow,
 } from '../log-query.js';
 import {
-  sessionAfterSql,
+  sessionListSql,
   sessionPage,
   sessionSelectSql,
   sortSplit,
@@ -55,11 +55,16 @@ export function pgSessionReads(
       const params: unknown[] = [];
       const d = dialect(params);
       const limit = Math.max(1, Math.floor(opts.limit));
-      const where = buildWhere(f, d);
-      const having = sessionAfterSql(opts.cursor, (v) => d.bind(v));
+      const sql = sessionListSql(
+        SESSION_SELECT,
+        f,
+        () => buildWhere(f, d),
+        opts.cursor,
+        limit + 1,
+        (v) => d.bind(v),
+      );
       const { rows } = await pool.query<Omit<SessionRow, 'started_at'> & { started_at: unknown }>(
-        `SELECT ${SESSION_SELECT} FROM requests WHERE ${where} AND session IS NOT NULL
-         GROUP BY session${having} ORDER BY first_id DESC LIMIT ${d.bind(limit + 1)}`,
+        sql,
         params,
       );
       return sessionPage(

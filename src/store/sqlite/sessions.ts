@@ -10,7 +10,7 @@ import {
   type WhereDialect,
 } from '../log-query.js';
 import {
-  sessionAfterSql,
+  sessionListSql,
   sessionPage,
   sessionSelectSql,
   sortSplit,
@@ -56,12 +56,15 @@ export function sqliteSessionReads(
       const params: (string | number)[] = [];
       const d = dialect(params);
       const limit = Math.max(1, Math.floor(opts.limit));
-      const where = buildWhere(f, d);
-      const having = sessionAfterSql(opts.cursor, (v) => d.bind(v));
-      const rows = stmt<unknown[], SessionRow>(
-        `SELECT ${SESSION_SELECT} FROM requests WHERE ${where} AND session IS NOT NULL
-         GROUP BY session${having} ORDER BY first_id DESC LIMIT ${d.bind(limit + 1)}`,
-      ).all(...params);
+      const sql = sessionListSql(
+        SESSION_SELECT,
+        f,
+        () => buildWhere(f, d),
+        opts.cursor,
+        limit + 1,
+        (v) => d.bind(v),
+      );
+      const rows = stmt<unknown[], SessionRow>(sql).all(...params);
       return sessionPage(rows, limit);
     },
 
