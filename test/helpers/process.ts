@@ -37,7 +37,9 @@ export async function runCli(
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
+  // 'close', not 'exit': at 'exit' the child's output may still be in the pipes, unread (seen under load as
+  // an empty stdout from a command that printed and exited 0).
+  const [code] = (await once(child, 'close')) as [number | null];
   return { code, stdout, stderr };
 }
 
