@@ -121,7 +121,7 @@ describe('sorted request pages', () => {
 /** One end user's rows and one session's, newest first: the end-user and session views' pages. */
 const NAMED: [RequestFilter, string][] = [
   [{ org_id: 'org-1', end_user: 'user-42' }, 'requests_org_end_user'],
-  [{ org_id: 'org-1', session: 'sess-7' }, 'requests_org_session'],
+  [{ org_id: 'org-1', session: 'sess-7' }, 'requests_org_session_page'],
 ];
 
 describe("one end user's or one session's page", () => {
