@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY_PATTERN } from '../src/keys/format.js';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
+import { startEarlyInAMinute } from './helpers/minute.js';
 import { runCli, startServeProcess } from './helpers/process.js';
 
 let dataDir: string;
@@ -766,10 +767,7 @@ describe('keys list and rate limits', () => {
       expect((await runCli(['keys', 'limits', k.id, '--rpm', '3', '--tpm', '100000'], e)).code).toBe(0);
       const kr = await startServeProcess(e);
       try {
-        // "Used in the last minute" weighs the previous minute by what is left of it: calls made just before
-        // a minute turns read as fewer tokens a few seconds later. Start in a minute's first half.
-        const into = new Date().getUTCSeconds();
-        if (into > 25) await new Promise((r) => setTimeout(r, (61 - into) * 1000));
+        await startEarlyInAMinute();
         const statuses: number[] = [];
         for (let n = 0; n < 4; n++) {
           const res = await request(`${kr.url}/api/proxy/openai/v1/chat/completions`, {

@@ -10,6 +10,7 @@ import { createKey, revokeKey, rollKey } from '../src/keys/actions.js';
 import { ensureConsoleBuilt, findChromium, launchBrowser, signedInPage } from './helpers/browser.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
 import { layoutAtEveryWidth } from './helpers/layout.js';
+import { startEarlyInAMinute } from './helpers/minute.js';
 import { makeLogRow } from './helpers/log-rows.js';
 
 if (!findChromium())
@@ -119,6 +120,7 @@ describe('the Keys page', () => {
     });
     const call = () =>
       client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    await startEarlyInAMinute();
     for (let i = 0; i < 3; i++) await call();
     const refused = await call().then(
       () => null,
@@ -154,7 +156,7 @@ describe('the Keys page', () => {
     await expect(dialog.getByTestId('rpm-meter').textContent()).resolves.toMatch(/^3 of 3 rpmfull, next in /);
     await expect(dialog.getByTestId('tpm-meter').textContent()).resolves.toMatch(/^3,000 of 100,000 tpm/);
     await dialog.getByRole('button', { name: 'Cancel' }).click();
-  });
+  }, 120_000);
 
   it('keeps "No limits" on one line and a revoked key’s name apart from its hint', async () => {
     for (const width of [390, 1280, 1920]) {

@@ -88,11 +88,21 @@ it('the admin keys appear in no database file, log line, console or metrics answ
     });
 
     // The owner links the provider's key id to the credential keyrelay saw (by its fingerprint).
-    const creds = await request(`${kr.url}/api/console/credentials`, { headers: { cookie } });
-    const credsText = await creds.body.text();
-    answers.push(credsText);
-    const fingerprint = (JSON.parse(credsText) as { credentials: Array<{ fingerprint: string }> })
-      .credentials[0]!.fingerprint;
+    // The call's row is written behind its answer: the credential shows once the row is in.
+    let fingerprint: string | undefined;
+    await expect
+      .poll(
+        async () => {
+          const creds = await request(`${kr.url}/api/console/credentials`, { headers: { cookie } });
+          const credsText = await creds.body.text();
+          answers.push(credsText);
+          fingerprint = (JSON.parse(credsText) as { credentials: Array<{ fingerprint: string }> })
+            .credentials[0]?.fingerprint;
+          return fingerprint;
+        },
+        { timeout: 10_000, interval: 100 },
+      )
+      .toMatch(/^[0-9a-f]{32}$/);
     const linked = await request(`${kr.url}/api/console/reconcile/links/openai/key_canary`, {
       method: 'PUT',
       headers: { cookie, origin: kr.url, 'content-type': 'application/json' },
