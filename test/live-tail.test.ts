@@ -11,44 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestSummary } from '../src/store/types.js';
 import { callProxy, startPair, waitFor, type Pair } from './helpers/cluster.js';
 import { ensureConsoleBuilt, launchBrowser, screenshotBothWidths } from './helpers/browser.js';
+import { openTail, seen } from './helpers/tail.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
-
-interface Tail {
-  rows: RequestSummary[];
-  /** Whether the server ended the stream. */
-  ended(): boolean;
-  close(): void;
-}
-
-/** Opens the tail as a browser's EventSource does, and collects its `request` events. */
-async function openTail(base: string, cookie: string, query = ''): Promise<Tail> {
-  const ac = new AbortController();
-  const res = await request(`${base}/api/console/requests/tail${query}`, {
-    headers: { cookie, accept: 'text/event-stream' },
-    signal: ac.signal,
-  });
-  expect(res.statusCode).toBe(200);
-  expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
-  const rows: RequestSummary[] = [];
-  let buffer = '';
-  res.body.on('data', (chunk: Buffer) => {
-    buffer += chunk.toString('utf8');
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = event.split('\n').find((l) => l.startsWith('data: '));
-      if (event.includes('event: request') && data) rows.push(JSON.parse(data.slice(6)) as RequestSummary);
-    }
-  });
-  let ended = false;
-  res.body.on('end', () => (ended = true));
-  res.body.on('error', () => {});
-  return { rows, ended: () => ended, close: () => ac.abort() };
-}
-
-const seen = (tail: Tail, id: string) => () =>
-  Promise.resolve(tail.rows.find((r) => r.id === id) ? true : undefined);
 
 describe('live tail on one instance', () => {
   let h: Harness;
@@ -95,6 +59,66 @@ describe('live tail on one instance', () => {
     expect(filtered.rows).toEqual([]);
     expect(other.rows).toEqual([]);
     for (const t of [tail, filtered, other]) t.close();
+  });
+
+  it('follows the organization it is opened in, as the list does: an admin every member’s rows, a member their own', async () => {
+    const owner = await h.newUser(`tail-owner-${Date.now()}@acme.test`);
+    const member = await h.newUser(`tail-member-${Date.now()}@acme.test`);
+    const store = h.kr.services.configStore;
+    const acme = (
+      await store.createOrg({ id: `tail-acme-${Date.now()}`, name: 'Acme', owner_id: owner.accountId })
+    ).id;
+    await store.setMember(acme, member.accountId, 'member');
+    const emailOf = async (id: string) => (await store.getAccountById(id))!.email;
+    const ownerCookie = await login(await emailOf(owner.accountId));
+    const memberCookie = await login(await emailOf(member.accountId));
+    const keyIn = async (cookieOf: string, name: string) => {
+      const made = await request(`${h.url}/api/console/keys`, {
+        method: 'POST',
+        headers: {
+          cookie: cookieOf,
+          origin: h.url,
+          'content-type': 'application/json',
+          'x-keyrelay-org': acme,
+        },
+        body: JSON.stringify({ name }),
+      });
+      expect(made.statusCode).toBe(201);
+      return ((await made.body.json()) as { key: { key: string } }).key.key;
+    };
+    const memberKey = await keyIn(memberCookie, 'member in acme');
+    const ownerAcmeKey = await keyIn(ownerCookie, 'owner in acme');
+
+    const ownerInAcme = await openTail(h.url, ownerCookie, `?org=${acme}`);
+    const ownerPersonal = await openTail(h.url, ownerCookie);
+    const memberInAcme = await openTail(h.url, memberCookie, `?org=${acme}`);
+    const memberPersonal = await openTail(h.url, memberCookie);
+    const ownerCall = await callProxy(h.url, owner.key);
+    const memberCall = await callProxy(h.url, memberKey);
+    const memberOwnCall = await callProxy(h.url, member.key);
+    await waitFor('the member’s call on the owner’s tail of Acme', seen(ownerInAcme, memberCall.id));
+    await waitFor('the member’s call on their own tail of Acme', seen(memberInAcme, memberCall.id));
+    await waitFor('the owner’s personal call on their personal tail', seen(ownerPersonal, ownerCall.id));
+    await waitFor(
+      'the member’s personal call on their personal tail',
+      seen(memberPersonal, memberOwnCall.id),
+    );
+    const ids = (t: { rows: RequestSummary[] }) => t.rows.map((r) => r.id);
+    expect(ids(ownerInAcme)).toEqual([memberCall.id]);
+    expect(ids(memberInAcme)).toEqual([memberCall.id]);
+    expect(ids(ownerPersonal)).toEqual([ownerCall.id]);
+    expect(ids(memberPersonal)).toEqual([memberOwnCall.id]);
+
+    // Not a member: refused as the list is. Removed: the open stream ends at its next check.
+    const stranger = await request(`${h.url}/api/console/requests/tail?org=${acme}`, { headers: { cookie } });
+    expect(stranger.statusCode).toBe(404);
+    await stranger.body.dump();
+    await store.removeMember(acme, member.accountId);
+    await waitFor('the removed member’s stream to end', async () => {
+      await callProxy(h.url, ownerAcmeKey);
+      return memberInAcme.ended() ? true : undefined;
+    });
+    for (const t of [ownerInAcme, ownerPersonal, memberInAcme, memberPersonal]) t.close();
   });
 
   it('ends the stream once its session is gone, and refuses the reconnect', async () => {

@@ -1,12 +1,15 @@
 /**
  * Service keys belong to the organization, not to the admin who created them (their request rows carry the
  * creator's account only because a row needs one). Once that admin is demoted to member, the console API
- * shows them their own keys and rows only: not the service key, not its calls, not its spend.
+ * shows them their own keys and rows only: not the service key, not its calls, not its spend, not the
+ * provider credential only it sends, and not on the live tail.
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from './console-harness.js';
+import { waitFor } from './helpers/cluster.js';
 import { startHarness, type Harness } from './helpers/keyrelay.js';
+import { openTail, seen } from './helpers/tail.js';
 
 describe('a service key’s creator demoted to member', () => {
   let h: Harness;
@@ -15,9 +18,12 @@ describe('a service key’s creator demoted to member', () => {
   });
   afterAll(() => h?.close());
 
-  const chat = (key: string) =>
+  /** The service key's calls send the organization's provider credential; the admin's own key, theirs. */
+  const SERVICE_CREDENTIAL = 'sk-proj-acmeServiceAAAAAAAAAAAAAAAA';
+  const OWN_CREDENTIAL = 'sk-proj-adminOwnBBBBBBBBBBBBBBBBBBB';
+  const chat = (key: string, apiKey: string) =>
     new OpenAI({
-      apiKey: 'sk-fake',
+      apiKey,
       baseURL: `${h.url}/api/proxy/openai/v1`,
       defaultHeaders: { 'proxy-api-key': key },
       maxRetries: 0,
@@ -39,15 +45,25 @@ describe('a service key’s creator demoted to member', () => {
     const service = await admin.post('/keys', { name: 'ci', service: true }, inAcme);
     const own = await admin.post('/keys', { name: 'mine' }, inAcme);
     expect([service.status, own.status]).toEqual([201, 201]);
-    const serviceCall = await chat(service.json.key.key as string);
-    const ownCall = await chat(own.json.key.key as string);
+    const serviceKey = service.json.key.key as string;
+    const ownKey = own.json.key.key as string;
+    const cookie = `kr_session=${admin.cookie}`;
+    const tail = await openTail(h.url, cookie, `?org=${acme}`);
+    const serviceCall = await chat(serviceKey, SERVICE_CREDENTIAL);
+    const ownCall = await chat(ownKey, OWN_CREDENTIAL);
     const serviceRow = serviceCall.response.headers.get('x-keyrelay-request-id')!;
     const ownRow = ownCall.response.headers.get('x-keyrelay-request-id')!;
     await h.flushLog();
-    // As admin: the organization's keys and rows, the service key's among them.
+    // As admin: the organization's keys and rows, the service key's among them, live too.
     expect((await admin.get('/requests', inAcme)).json.items.map((r: { id: string }) => r.id).sort()).toEqual(
       [serviceRow, ownRow].sort(),
     );
+    await waitFor('both rows on the tail', async () =>
+      (await seen(tail, serviceRow)()) && (await seen(tail, ownRow)()) ? true : undefined,
+    );
+    const credentials = async () =>
+      ((await admin.get('/credentials')).json.credentials as { requests: number }[]).map((c) => c.requests);
+    expect(await credentials()).toEqual([1, 1]);
 
     await store.setMember(acme, a.accountId, 'member');
     const keys = (await admin.get('/keys', inAcme)).json.keys as { id: string; name: string }[];
@@ -62,10 +78,21 @@ describe('a service key’s creator demoted to member', () => {
     expect(exported.status).toBe(200);
     expect(exported.text).toContain(ownRow);
     expect(exported.text).not.toContain(serviceRow);
+    // The account's own credentials page no longer counts the organization's credential.
+    expect(await credentials()).toEqual([1]);
+    // The open tail narrows at its next check of the caller's role: a later service call stays off it.
+    await new Promise((r) => setTimeout(r, 2_100));
+    const laterService = (await chat(serviceKey, SERVICE_CREDENTIAL)).response.headers.get(
+      'x-keyrelay-request-id',
+    )!;
+    const laterOwn = (await chat(ownKey, OWN_CREDENTIAL)).response.headers.get('x-keyrelay-request-id')!;
+    await waitFor('the later own row on the tail', seen(tail, laterOwn));
+    expect(tail.rows.map((r) => r.id)).not.toContain(laterService);
+    tail.close();
     // The owner still sees both.
     const owner = new Client(h.url);
     const ownerEmail = (await store.getAccountById(o.accountId))!.email;
     await owner.post('/login', { email: ownerEmail, password: 'correct horse battery' });
-    expect((await owner.get('/requests', inAcme)).json.items).toHaveLength(2);
+    expect((await owner.get('/requests', inAcme)).json.items).toHaveLength(4);
   });
 });

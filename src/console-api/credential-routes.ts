@@ -7,10 +7,12 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { providerIds, providerModule } from '../providers/index.js';
 import type { RateLimit } from '../providers/types.js';
+import type { RequestFilter } from '../store/types.js';
 import type { Provider } from '../types.js';
 import { requireAccount } from './auth.js';
 import type { ConsoleContext } from './context.js';
 import { consoleError } from './errors.js';
+import { accountFilter } from './log-routes.js';
 import { isoTime, parseInput } from './parse.js';
 
 const DAY_MS = 86_400_000;
@@ -36,7 +38,7 @@ export function registerCredentialRoutes(app: FastifyInstance, ctx: ConsoleConte
     const to = q.to ?? ctx.now().toISOString();
     const from = q.from ?? new Date(Date.parse(to) - 30 * DAY_MS).toISOString();
     if (Date.parse(from) >= Date.parse(to)) throw consoleError('invalid_range');
-    const range = { account_id: account.id, from, to };
+    const range = { ...(await accountFilter(ctx, account.id)), account_id: account.id, from, to };
     const [groups, labels] = await Promise.all([
       ctx.logStore.usageBreakdown(range, 'credential_fingerprint'),
       ctx.configStore.listCredentialLabels(account.id),
@@ -74,7 +76,7 @@ export function registerCredentialRoutes(app: FastifyInstance, ctx: ConsoleConte
 /** The rate limits on the newest of a credential's recent responses that reported any. */
 async function latestHeadroom(
   ctx: ConsoleContext,
-  filter: { account_id: string; from: string; to: string; credential_fingerprint: string },
+  filter: RequestFilter & { account_id: string },
 ): Promise<Headroom | null> {
   const page = await ctx.logStore.listRequests(filter, { limit: HEADROOM_ROWS });
   for (const summary of page.items) {

@@ -21,6 +21,7 @@ import {
 import type { ConsoleContext } from './context.js';
 import { requireMember, visibleScope } from './org-context.js';
 import type { Caller } from '../orgs/actions.js';
+import { can } from '../orgs/roles.js';
 import { idParam, isoTime, parseInput, queryInt } from './parse.js';
 
 const DAY_MS = 86_400_000;
@@ -161,6 +162,21 @@ export async function scopeFilter(ctx: ConsoleContext, caller: Caller): Promise<
     account_id: scope.accountId,
     ...(service.length > 0 && { exclude_key_ids: service }),
   };
+}
+
+/**
+ * An account's own rows across its organizations (pages that are the account's, not an organization's): as
+ * scopeFilter, the service keys it created leave with its admin role, in each organization where it no longer
+ * sees every row (or is no longer a member).
+ */
+export async function accountFilter(ctx: ConsoleContext, accountId: string): Promise<RequestFilter> {
+  const [keys, orgs] = await Promise.all([
+    ctx.configStore.listKeys(accountId),
+    ctx.configStore.listOrgsOf(accountId),
+  ]);
+  const seesAll = new Set(orgs.filter((o) => can(o.role, 'read_all')).map((o) => o.id));
+  const hidden = keys.filter((k) => k.service && !seesAll.has(k.org_id)).map((k) => k.id);
+  return { account_id: accountId, ...(hidden.length > 0 && { exclude_key_ids: hidden }) };
 }
 
 function toFilter(scope: RequestFilter, q: Common): RequestFilter {

@@ -1,7 +1,8 @@
 /**
- * The live tail of the request log: rows as they are committed, to the consoles watching their account.
- * The instance that wrote a batch hands its rows to its own watchers at once and, with Redis, publishes them
- * on the account's channel, which only instances with a watcher of that account subscribe to; so a request
+ * The live tail of the request log: rows as they are committed, to the consoles watching their organization
+ * (each console narrows them to what its caller's role may see). The instance that wrote a batch hands its
+ * rows to its own watchers at once and, with Redis, publishes them on the organization's channel, which only
+ * instances with a watcher of that organization subscribe to; so a request
  * served by one instance shows on a console served by another as soon as its row is written (~the log
  * queue's flush). Pub/sub keeps nothing: a console that reconnects reloads the list for what it missed.
  */
@@ -16,12 +17,12 @@ export type TailListener = (row: RequestSummary) => void;
 export interface TailBus {
   /** Rows just committed to the log. */
   publish(rows: readonly RequestLogRow[]): void;
-  /** Calls `listener` with each new row of the account; returns the unsubscribe. */
-  subscribe(accountId: string, listener: TailListener): () => void;
+  /** Calls `listener` with each new row of the organization; returns the unsubscribe. */
+  subscribe(orgId: string, listener: TailListener): () => void;
   close(): Promise<void>;
 }
 
-const CHANNEL_PREFIX = 'keyrelay:log-tail:';
+const CHANNEL_PREFIX = 'keyrelay:log-tail:org:';
 
 /** A row as a list shows it: no headers or bodies (nor search text) cross the bus. */
 function toSummary(row: RequestLogRow): RequestSummary {
@@ -31,32 +32,32 @@ function toSummary(row: RequestLogRow): RequestSummary {
 }
 
 class Watchers {
-  private byAccount = new Map<string, Set<TailListener>>();
+  private byOrg = new Map<string, Set<TailListener>>();
 
-  add(accountId: string, l: TailListener): boolean {
-    let set = this.byAccount.get(accountId);
+  add(orgId: string, l: TailListener): boolean {
+    let set = this.byOrg.get(orgId);
     const first = !set;
-    if (!set) this.byAccount.set(accountId, (set = new Set()));
+    if (!set) this.byOrg.set(orgId, (set = new Set()));
     set.add(l);
     return first;
   }
 
-  /** True when it was the account's last watcher. */
-  remove(accountId: string, l: TailListener): boolean {
-    const set = this.byAccount.get(accountId);
+  /** True when it was the organization's last watcher. */
+  remove(orgId: string, l: TailListener): boolean {
+    const set = this.byOrg.get(orgId);
     if (!set) return false;
     set.delete(l);
     if (set.size > 0) return false;
-    this.byAccount.delete(accountId);
+    this.byOrg.delete(orgId);
     return true;
   }
 
-  has(accountId: string): boolean {
-    return this.byAccount.has(accountId);
+  has(orgId: string): boolean {
+    return this.byOrg.has(orgId);
   }
 
-  emit(accountId: string, row: RequestSummary): void {
-    for (const l of this.byAccount.get(accountId) ?? []) l(row);
+  emit(orgId: string, row: RequestSummary): void {
+    for (const l of this.byOrg.get(orgId) ?? []) l(row);
   }
 }
 
@@ -65,12 +66,12 @@ export class LocalTailBus implements TailBus {
   private watchers = new Watchers();
 
   publish(rows: readonly RequestLogRow[]): void {
-    for (const r of rows) if (this.watchers.has(r.account_id)) this.watchers.emit(r.account_id, toSummary(r));
+    for (const r of rows) if (this.watchers.has(r.org_id)) this.watchers.emit(r.org_id, toSummary(r));
   }
 
-  subscribe(accountId: string, listener: TailListener): () => void {
-    this.watchers.add(accountId, listener);
-    return () => void this.watchers.remove(accountId, listener);
+  subscribe(orgId: string, listener: TailListener): () => void {
+    this.watchers.add(orgId, listener);
+    return () => void this.watchers.remove(orgId, listener);
   }
 
   close(): Promise<void> {
@@ -83,7 +84,7 @@ interface Wire {
   rows: RequestSummary[];
 }
 
-/** Many instances: each batch's rows are published per account over Redis (connections owned by redis.ts). */
+/** Many instances: each batch's rows are published per organization over Redis (connections owned by redis.ts). */
 export function createRedisTailBus(
   redis: RedisConnections,
   log: { warn(obj: object, msg: string): void },
@@ -93,11 +94,11 @@ export function createRedisTailBus(
   const watchers = new Watchers();
   const onMessage = (channel: string, message: string) => {
     if (!channel.startsWith(CHANNEL_PREFIX)) return;
-    const accountId = channel.slice(CHANNEL_PREFIX.length);
+    const orgId = channel.slice(CHANNEL_PREFIX.length);
     try {
       const wire = JSON.parse(message) as Wire;
       if (wire.from === instance) return;
-      for (const row of wire.rows) watchers.emit(accountId, row);
+      for (const row of wire.rows) watchers.emit(orgId, row);
     } catch {
       // Not ours to understand; ignore.
     }
@@ -107,24 +108,24 @@ export function createRedisTailBus(
 
   return {
     publish(rows) {
-      const byAccount = new Map<string, RequestSummary[]>();
+      const byOrg = new Map<string, RequestSummary[]>();
       for (const r of rows) {
-        const list = byAccount.get(r.account_id) ?? [];
+        const list = byOrg.get(r.org_id) ?? [];
         list.push(toSummary(r));
-        byAccount.set(r.account_id, list);
+        byOrg.set(r.org_id, list);
       }
-      for (const [accountId, list] of byAccount) {
-        for (const row of list) watchers.emit(accountId, row);
-        // Redis drops a message nobody subscribed to: an account nobody watches costs one small command.
+      for (const [orgId, list] of byOrg) {
+        for (const row of list) watchers.emit(orgId, row);
+        // Redis drops a message nobody subscribed to: an organization nobody watches costs one small command.
         client
-          .publish(CHANNEL_PREFIX + accountId, JSON.stringify({ from: instance, rows: list } satisfies Wire))
+          .publish(CHANNEL_PREFIX + orgId, JSON.stringify({ from: instance, rows: list } satisfies Wire))
           .catch(warn);
       }
     },
-    subscribe(accountId, listener) {
-      if (watchers.add(accountId, listener)) sub.subscribe(CHANNEL_PREFIX + accountId).catch(warn);
+    subscribe(orgId, listener) {
+      if (watchers.add(orgId, listener)) sub.subscribe(CHANNEL_PREFIX + orgId).catch(warn);
       return () => {
-        if (watchers.remove(accountId, listener)) sub.unsubscribe(CHANNEL_PREFIX + accountId).catch(warn);
+        if (watchers.remove(orgId, listener)) sub.unsubscribe(CHANNEL_PREFIX + orgId).catch(warn);
       };
     },
     close() {

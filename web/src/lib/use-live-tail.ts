@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import type { RequestQuery, RequestSummary } from '../api.js';
+import { currentOrg, type RequestQuery, type RequestSummary } from '../api.js';
 
 /** New rows kept on screen at most while live; older ones are a reload away. */
 const LIVE_ROWS_MAX = 500;
@@ -30,6 +30,9 @@ export function useLiveTail(on: boolean, q: RequestQuery) {
   pausedRef.current = paused;
   const qs = new URLSearchParams();
   for (const k of TAIL_FILTERS) if (q[k]) qs.set(k, String(q[k]));
+  // An EventSource sends no headers: the organization the other calls name in x-keyrelay-org goes here.
+  const org = currentOrg();
+  if (org) qs.set('org', org);
   const url = `/api/console/requests/tail${qs.size ? `?${qs.toString()}` : ''}`;
 
   useEffect(() => {
