@@ -67,7 +67,7 @@ interface Reconciliation {
 let h: Harness;
 let openaiBill: FakeCostApi;
 let anthropicBill: FakeCostApi;
-let owner: { key: string; cookie: string };
+let owner: { key: string; cookie: string; accountId: string };
 const day = () => new Date().toISOString().slice(0, 10);
 
 async function login(email: string): Promise<string> {
@@ -98,6 +98,23 @@ async function link(provider: string, apiKeyId: string, fingerprint: string | nu
   });
   const text = await res.body.text();
   expect(res.statusCode, text).toBe(fingerprint === null ? 204 : 200);
+}
+
+interface LinkAuditEntry {
+  actor_email: string | null;
+  target: string;
+  before: unknown;
+  after: unknown;
+}
+
+/** The owner's organization's audit entries for link changes, oldest first. */
+async function linkAudit(): Promise<LinkAuditEntry[]> {
+  const res = await request(`${h.url}/api/console/orgs/${owner.accountId}/audit?action=reconcile.link`, {
+    headers: { cookie: owner.cookie },
+  });
+  const text = await res.body.text();
+  expect(res.statusCode, text).toBe(200);
+  return (JSON.parse(text) as { entries: LinkAuditEntry[] }).entries.reverse();
 }
 
 /** The credentials the owner's account sent, as the console lists them (fingerprint only). */
@@ -139,7 +156,7 @@ beforeAll(async () => {
   openaiBill.forwardTo = h.openai.url;
   anthropicBill.forwardTo = h.anthropic.url;
   const made = await h.newUser('owner@example.com');
-  owner = { key: made.key, cookie: await login('owner@example.com') };
+  owner = { key: made.key, cookie: await login('owner@example.com'), accountId: made.accountId };
 });
 afterAll(async () => {
   await h.close();
@@ -363,10 +380,26 @@ describe('tokens: keyrelay beside the providers’ usage reports', () => {
     const unlinked = await runCli(['reconcile-link', 'openai', 'key_B', '--fingerprint', 'none'], env);
     expect(unlinked.stdout).toContain('openai key_B: unlinked');
     expect(unlinked.stdout + unlinked.stderr).not.toContain(OPENAI_KEY_B);
+    // Both changes are audited in the owner's organization, with no actor (the CLI's), fingerprints only.
+    const entries = (await linkAudit()).filter((e) => e.target === 'openai:key_B');
+    expect(entries.map((e) => [e.actor_email, e.before, e.after])).toEqual([
+      [null, { fingerprint: null }, { fingerprint: made.fingerprint }],
+      [null, { fingerprint: made.fingerprint }, { fingerprint: null }],
+    ]);
+    expect(JSON.stringify(entries)).not.toContain(OPENAI_KEY_B);
   });
 
   it('an unlinked key can be linked again and unlinked; bad ids and fingerprints are refused', async () => {
+    const linkedTo = (await reconcile()).providers[0]!.keys.find(
+      (k) => k.api_key_id === 'key_A',
+    )!.fingerprint;
     await link('openai', 'key_A', null);
+    const [removed] = (await linkAudit()).filter((e) => e.target === 'openai:key_A').slice(-1);
+    expect(removed).toMatchObject({
+      actor_email: 'owner@example.com',
+      before: { fingerprint: linkedTo },
+      after: { fingerprint: null },
+    });
     const r = await reconcile();
     expect(r.providers[0]!.keys.find((k) => k.api_key_id === 'key_A')!.fingerprint).toBeNull();
     const bad = await request(`${h.url}/api/console/reconcile/links/openai/key_A`, {

@@ -35,6 +35,13 @@ export async function effectiveSignupMode(
   return ORDER[Math.max(ORDER.indexOf(config.signup), ORDER.indexOf(chosen))]!;
 }
 
+/** The install's owner (its first account), or null before any account exists. */
+export async function installOwnerId(store: ConfigStore): Promise<string | null> {
+  if (!(await store.hasAccounts())) return null;
+  const id = await store.ensureSecret(FIRST_ACCOUNT_MARKER, NO_OWNER);
+  return id === NO_OWNER ? null : id;
+}
+
 /** Whether the account is the install's owner: its first account. */
 export async function isInstallOwner(store: ConfigStore, accountId: string): Promise<boolean> {
   // Read only once an account exists: the marker is claimed at the first creation. Read by inserting a value

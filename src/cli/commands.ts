@@ -10,6 +10,7 @@ import { createOrg, MAX_AUDIT_RETENTION_DAYS, removeMember, setMemberLimits } fr
 import { newId } from '../ids.js';
 import { can } from '../orgs/roles.js';
 import { createAccount, normalizeEmail } from '../accounts/create-account.js';
+import { installOwnerId } from '../accounts/signup-policy.js';
 import { createKey, revokeKey, setKeyLimits, toKeyView } from '../keys/actions.js';
 import { LocalKeyEventBus, type KeyEventBus } from '../keys/events.js';
 import { hashKey, isWellFormedKey } from '../keys/format.js';
@@ -311,6 +312,28 @@ async function withStores(
 }
 
 /** Everything on standard input, up to its end (a pipe, a file, or what is typed before Ctrl-D). */
+/** An audit entry for a change made from the CLI: no actor, address or user agent (the operator's shell). */
+async function cliAudit(
+  store: ConfigStore,
+  orgId: string,
+  action: string,
+  target: string,
+  change: { before: Record<string, unknown>; after: Record<string, unknown> },
+): Promise<void> {
+  await store.appendAudit({
+    id: newId(),
+    org_id: orgId,
+    at: new Date().toISOString(),
+    actor_id: null,
+    actor_email: null,
+    action,
+    target,
+    ip: null,
+    user_agent: null,
+    ...change,
+  });
+}
+
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -579,17 +602,7 @@ export const commands: Record<string, Command> = {
           member,
           patch,
         );
-        const now = new Date().toISOString();
-        await configStore.appendAudit({
-          id: newId(),
-          org_id: orgId,
-          at: now,
-          actor_id: null,
-          actor_email: null,
-          action: 'member.limits',
-          target: member,
-          ip: null,
-          user_agent: null,
+        await cliAudit(configStore, orgId, 'member.limits', member, {
           before: { email: done.member.email, ...done.before },
           after: { email: done.member.email, ...done.after },
         });
@@ -745,7 +758,17 @@ export const commands: Record<string, Command> = {
         const secret = await configStore.ensureSecret(FINGERPRINT_SECRET, randomBytes(32).toString('base64'));
         fingerprint = credentialFingerprint(Buffer.from(secret, 'base64'), credential);
       }
+      const before = (await configStore.listProviderKeyLinks()).find(
+        (l) => l.provider === provider && l.api_key_id === apiKeyId,
+      );
       await configStore.setProviderKeyLink(provider, apiKeyId, fingerprint);
+      // Audited as the console audits it, in the install owner's organization, with no actor (the CLI's).
+      const owner = await installOwnerId(configStore);
+      if (owner !== null)
+        await cliAudit(configStore, owner, 'reconcile.link', `${provider}:${apiKeyId}`, {
+          before: { fingerprint: before?.fingerprint ?? null },
+          after: { fingerprint },
+        });
       print(
         args,
         { provider, api_key_id: apiKeyId, fingerprint },

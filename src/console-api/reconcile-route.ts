@@ -18,6 +18,7 @@ import {
   type BillingProvider,
   type Reconciliation,
 } from '../reconcile/index.js';
+import { audit } from './audit.js';
 import { requireAccount } from './auth.js';
 import type { ConsoleContext } from './context.js';
 import { consoleError } from './errors.js';
@@ -38,6 +39,28 @@ export function registerReconcileRoute(app: FastifyInstance, ctx: ConsoleContext
   const owner = async (request: FastifyRequest, reply: FastifyReply) => {
     const account = await requireAccount(ctx, request, reply);
     if (!(await isInstallOwner(ctx.configStore, account.id))) throw domainError('forbidden');
+    return account;
+  };
+
+  /** Sets or removes a link, audited in the owner's own organization (the install has no other place). */
+  const link = async (
+    request: FastifyRequest,
+    account: { id: string; email: string },
+    provider: BillingProvider,
+    apiKeyId: string,
+    fingerprint: string | null,
+  ) => {
+    const before = (await ctx.configStore.listProviderKeyLinks()).find(
+      (l) => l.provider === provider && l.api_key_id === apiKeyId,
+    );
+    await ctx.configStore.setProviderKeyLink(provider, apiKeyId, fingerprint);
+    await audit(ctx, request, account, {
+      orgId: account.id,
+      action: 'reconcile.link',
+      target: `${provider}:${apiKeyId}`,
+      before: { fingerprint: before?.fingerprint ?? null },
+      after: { fingerprint },
+    });
   };
 
   app.get('/reconcile', async (request, reply) => {
@@ -64,17 +87,17 @@ export function registerReconcileRoute(app: FastifyInstance, ctx: ConsoleContext
   });
 
   app.put('/reconcile/links/:provider/:api_key_id', async (request, reply) => {
-    await owner(request, reply);
+    const account = await owner(request, reply);
     const { provider, api_key_id } = parseInput(linkParams, request.params);
     const { fingerprint } = parseInput(linkBody, request.body);
-    await ctx.configStore.setProviderKeyLink(provider, api_key_id, fingerprint);
+    await link(request, account, provider, api_key_id, fingerprint);
     return { provider, api_key_id, fingerprint };
   });
 
   app.delete('/reconcile/links/:provider/:api_key_id', async (request, reply) => {
-    await owner(request, reply);
+    const account = await owner(request, reply);
     const { provider, api_key_id } = parseInput(linkParams, request.params);
-    await ctx.configStore.setProviderKeyLink(provider, api_key_id, null);
+    await link(request, account, provider, api_key_id, null);
     return reply.code(204).send();
   });
 }
