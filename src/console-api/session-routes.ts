@@ -58,14 +58,12 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: ConsoleContext)
     const rowScope = {
       org_id: scope.org_id!,
       ...(scope.account_id !== undefined && { account_id: scope.account_id }),
+      ...(scope.exclude_key_ids !== undefined && { exclude_key_ids: scope.exclude_key_ids }),
     };
     const [summary, calls] = await Promise.all([
       ctx.logStore.listSessions({ ...scope, session: q.session }, { limit: 1 }),
       ctx.logStore.sessionCalls(rowScope, q.session, { limit: q.limit, cursor: q.cursor ?? null }),
     ]);
-    // The summary already leaves these keys out; the calls are read by scope, so they are left out here.
-    const hidden = new Set(scope.exclude_key_ids ?? []);
-    calls.items = calls.items.filter((c) => c.key_id === null || !hidden.has(c.key_id));
     const session = summary.items[0];
     if (!session) throw consoleError('session_not_found');
     return { session, calls: calls.items, next_cursor: calls.next_cursor };

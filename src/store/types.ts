@@ -653,9 +653,12 @@ export interface LogStore extends BatchStore {
     f: RequestFilter,
     opts: { limit: number; cursor?: string | null },
   ): Promise<Page<SessionSummary>>;
-  /** One session's rows in the scope, oldest first, a page at a time (the cursor: the last row's id). */
+  /**
+   * One session's rows in the scope (less the excluded keys' rows), oldest first, a page at a time (the
+   * cursor: the last row's id).
+   */
   sessionCalls(
-    scope: RequestScope,
+    scope: RequestScope & Pick<RequestFilter, 'exclude_key_ids'>,
     session: string,
     opts: { limit: number; cursor?: string | null },
   ): Promise<Page<RequestSummary>>;

@@ -188,6 +188,20 @@ export function describeSessionContract(ctx: LogContext): void {
       (await log.sessionCalls({ org_id: org, account_id: 'acct-b' }, 'run-1', { limit: 9 })).items,
     ).toEqual([]);
     expect((await log.sessionCalls({ org_id: org }, 'run-9', { limit: 9 })).items).toEqual([]);
+    // Excluded keys' rows are left out by the read itself, so a page is never short of what it could hold.
+    const keyOf = rows[0]!.key_id!;
+    expect(
+      (await log.sessionCalls({ org_id: org, exclude_key_ids: [keyOf] }, 'run-1', { limit: 9 })).items,
+    ).toEqual(
+      rows
+        .slice(0, 3)
+        .filter((r) => r.key_id !== keyOf)
+        .map(toSummary),
+    );
+    expect(
+      (await log.sessionCalls({ org_id: org, exclude_key_ids: ['key-elsewhere'] }, 'run-1', { limit: 9 }))
+        .items,
+    ).toEqual(rows.slice(0, 3).map(toSummary));
   });
 
   it('usageSeriesSplit sums each named group and the rest per bucket, matching the series', async () => {

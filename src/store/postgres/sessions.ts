@@ -4,7 +4,6 @@ import {
   buildWhere,
   decodeCursor,
   encodeCursor,
-  scopeWhere,
   SUMMARY_COLUMNS,
   type AggregateRow,
 } from '../log-query.js';
@@ -77,7 +76,7 @@ export function pgSessionReads(
       const params: unknown[] = [];
       const d = dialect(params);
       const limit = Math.max(1, Math.floor(opts.limit));
-      let where = `${scopeWhere(scope, d)} AND session = ${d.bind(session)}`;
+      let where = buildWhere({ ...scope, session }, d);
       if (opts.cursor) where += ` AND id > ${d.bind(decodeCursor(opts.cursor))}`;
       const { rows } = await pool.query<Row>(
         `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id LIMIT ${d.bind(limit + 1)}`,

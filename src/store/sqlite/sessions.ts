@@ -5,7 +5,6 @@ import {
   buildWhere,
   decodeCursor,
   encodeCursor,
-  scopeWhere,
   type AggregateRow,
   type WhereDialect,
 } from '../log-query.js';
@@ -72,7 +71,7 @@ export function sqliteSessionReads(
       const params: (string | number)[] = [];
       const d = dialect(params);
       const limit = Math.max(1, Math.floor(opts.limit));
-      let where = `${scopeWhere(scope, d)} AND session = ${d.bind(session)}`;
+      let where = buildWhere({ ...scope, session }, d);
       if (opts.cursor) where += ` AND id > ${d.bind(decodeCursor(opts.cursor))}`;
       const rows = stmt<unknown[], DbRow>(
         `SELECT ${SUMMARY_COLUMNS.join(', ')} FROM requests WHERE ${where} ORDER BY id LIMIT ${d.bind(limit + 1)}`,
