@@ -1,53 +1,14 @@
 import { useState, type KeyboardEvent } from 'react';
 import { providerIds, providerLabel } from '../lib/format.js';
 import { useSession } from '../session.js';
+import { BudgetRow, CountInput, FieldError } from './limit-inputs.js';
 import {
   checkModelPattern,
-  type BudgetMode,
-  type BudgetPeriod,
   type FieldErrors,
   type RpmScope,
   type UnpricedPolicy,
   type LimitsDraft,
 } from '../lib/limits.js';
-
-function FieldError({ id, message }: { id: string; message: string | undefined }) {
-  if (!message) return null;
-  return (
-    <span id={id} className="form-error small" role="alert">
-      {message}
-    </span>
-  );
-}
-
-/** A whole-number limit (per minute, at once): empty means no limit. */
-function CountInput({
-  id,
-  value,
-  invalid,
-  onChange,
-}: {
-  id: string;
-  value: string;
-  invalid: boolean;
-  onChange: (value: string) => void;
-}) {
-  return (
-    <input
-      id={id}
-      className="input-short"
-      type="number"
-      inputMode="numeric"
-      min={1}
-      step={1}
-      value={value}
-      placeholder="No limit"
-      aria-describedby={`${id}-hint`}
-      aria-invalid={invalid ? true : undefined}
-      onChange={(e) => onChange(e.target.value)}
-    />
-  );
-}
 
 /**
  * Chips for the model list: type and press Enter (or comma) to add, × or Backspace to remove. Text left in
@@ -152,7 +113,6 @@ export function LimitsFields({
   const set = (patch: Partial<LimitsDraft>): void => onChange({ ...draft, ...patch });
   const id = (s: string): string => `${idPrefix}-${s}`;
   const budgetSet = draft.budget.trim() !== '';
-  const userBudgetSet = draft.userBudget.trim() !== '';
   const providers = providerIds(useSession().info);
   return (
     <fieldset className="limits-fields" disabled={disabled}>
@@ -263,47 +223,21 @@ export function LimitsFields({
 
       <div className="field">
         <label htmlFor={id('budget')}>Budget (USD)</label>
-        <div className="budget-row">
-          <span className="input-prefix">
-            <span aria-hidden="true">$</span>
-            <input
-              id={id('budget')}
-              type="number"
-              inputMode="decimal"
-              min={0.01}
-              step={0.01}
-              value={draft.budget}
-              placeholder="No budget"
-              aria-describedby={id('budget-hint')}
-              aria-invalid={errors.budget ? true : undefined}
-              onChange={(e) => set({ budget: e.target.value })}
-            />
-          </span>
-          <label className="sr-only" htmlFor={id('period')}>
-            Budget period
-          </label>
-          <select
-            id={id('period')}
-            value={draft.period}
-            disabled={!budgetSet}
-            onChange={(e) => set({ period: e.target.value as BudgetPeriod })}
-          >
-            <option value="day">per day</option>
-            <option value="month">per month</option>
-          </select>
-          <label className="sr-only" htmlFor={id('mode')}>
-            Budget mode
-          </label>
-          <select
-            id={id('mode')}
-            value={draft.mode}
-            disabled={!budgetSet}
-            onChange={(e) => set({ mode: e.target.value as BudgetMode })}
-          >
-            <option value="soft">soft</option>
-            <option value="hard">hard</option>
-          </select>
-        </div>
+        <BudgetRow
+          id={{ amount: id('budget'), period: id('period'), mode: id('mode') }}
+          labels={{ period: 'Budget period', mode: 'Budget mode' }}
+          amount={draft.budget}
+          period={draft.period}
+          mode={draft.mode}
+          invalid={Boolean(errors.budget)}
+          onChange={(p) =>
+            set({
+              ...(p.amount !== undefined && { budget: p.amount }),
+              ...(p.period && { period: p.period }),
+              ...(p.mode && { mode: p.mode }),
+            })
+          }
+        />
         <span id={id('budget-hint')} className="hint">
           Resets {draft.period === 'day' ? 'at 00:00 UTC' : 'on the 1st (UTC)'}.{' '}
           {draft.mode === 'hard'
@@ -356,47 +290,24 @@ export function LimitsFields({
           </div>
           <div className="field">
             <label htmlFor={id('user-budget')}>Budget per end user (USD)</label>
-            <div className="budget-row">
-              <span className="input-prefix">
-                <span aria-hidden="true">$</span>
-                <input
-                  id={id('user-budget')}
-                  type="number"
-                  inputMode="decimal"
-                  min={0.01}
-                  step={0.01}
-                  value={draft.userBudget}
-                  placeholder="No budget"
-                  aria-describedby={id('user-budget-hint')}
-                  aria-invalid={errors.userBudget ? true : undefined}
-                  onChange={(e) => set({ userBudget: e.target.value })}
-                />
-              </span>
-              <label className="sr-only" htmlFor={id('user-period')}>
-                Period of the budget per end user
-              </label>
-              <select
-                id={id('user-period')}
-                value={draft.userPeriod}
-                disabled={!userBudgetSet}
-                onChange={(e) => set({ userPeriod: e.target.value as BudgetPeriod })}
-              >
-                <option value="day">per day</option>
-                <option value="month">per month</option>
-              </select>
-              <label className="sr-only" htmlFor={id('user-mode')}>
-                Mode of the budget per end user
-              </label>
-              <select
-                id={id('user-mode')}
-                value={draft.userMode}
-                disabled={!userBudgetSet}
-                onChange={(e) => set({ userMode: e.target.value as BudgetMode })}
-              >
-                <option value="soft">soft</option>
-                <option value="hard">hard</option>
-              </select>
-            </div>
+            <BudgetRow
+              id={{ amount: id('user-budget'), period: id('user-period'), mode: id('user-mode') }}
+              labels={{
+                period: 'Period of the budget per end user',
+                mode: 'Mode of the budget per end user',
+              }}
+              amount={draft.userBudget}
+              period={draft.userPeriod}
+              mode={draft.userMode}
+              invalid={Boolean(errors.userBudget)}
+              onChange={(p) =>
+                set({
+                  ...(p.amount !== undefined && { userBudget: p.amount }),
+                  ...(p.period && { userPeriod: p.period }),
+                  ...(p.mode && { userMode: p.mode }),
+                })
+              }
+            />
             <span id={id('user-budget-hint')} className="hint">
               {draft.userMode === 'hard'
                 ? 'Hard: reserved per request as for the key’s hard budget; calls keyrelay cannot price follow the key’s setting.'
