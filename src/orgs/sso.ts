@@ -7,7 +7,7 @@
  * organization's domains.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import { normalizeEmail } from '../accounts/create-account.js';
 import { hashPassword } from '../accounts/password.js';
 import { DOMAIN_ERRORS, DomainError, domainError, isDomainError } from '../errors.js';
@@ -127,19 +127,27 @@ export const emailDomain = (email: string): string => normalizeEmail(email).spli
 
 const sha256 = (v: string) => createHash('sha256').update(v).digest('hex');
 
-const discovered = new Map<string, { at: number; config: Promise<oidc.Configuration> }>();
+/**
+ * Loaded at the first single sign-on: most instances never use it, and its modules (openid-client,
+ * oauth4webapi, jose) would otherwise sit in every idle instance's memory.
+ */
+const loadOidc = (): Promise<typeof Oidc> => import('openid-client');
+
+const discovered = new Map<string, { at: number; config: Promise<Oidc.Configuration> }>();
 
 /** The identity provider's metadata for a connection, fetched once per DISCOVERY_TTL_MS. */
-function discover(c: SsoConnection, now: number): Promise<oidc.Configuration> {
+function discover(c: SsoConnection, now: number): Promise<Oidc.Configuration> {
   const cacheKey = sha256(JSON.stringify([c.issuer, c.client_id, c.client_secret]));
   const hit = discovered.get(cacheKey);
   if (hit && now - hit.at < DISCOVERY_TTL_MS) return hit.config;
   const url = new URL(c.issuer);
-  const config = oidc
-    .discovery(url, c.client_id, c.client_secret, oidc.ClientSecretBasic(c.client_secret), {
-      timeout: IDP_TIMEOUT_SECONDS,
-      execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
-    })
+  const config = loadOidc()
+    .then((oidc) =>
+      oidc.discovery(url, c.client_id, c.client_secret, oidc.ClientSecretBasic(c.client_secret), {
+        timeout: IDP_TIMEOUT_SECONDS,
+        execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
+      }),
+    )
     .then((cfg) => {
       cfg.timeout = IDP_TIMEOUT_SECONDS;
       return cfg;
@@ -162,7 +170,8 @@ export async function startSsoFlow(
   /** The email the person typed: the provider may fill its sign-in form with it. */
   loginHint?: string,
 ): Promise<{ cookie: string; url: string }> {
-  let config: oidc.Configuration;
+  const oidc = await loadOidc();
+  let config: Oidc.Configuration;
   try {
     config = await discover(c, now.getTime());
   } catch (err) {
@@ -226,7 +235,8 @@ async function redeem(
 ): Promise<{ connection: SsoConnection; email: string; subject: string }> {
   const connection = await store.getSsoConnection(flow.org_id);
   if (!connection) throw new SsoRefused('flow', 'Single sign-on is no longer set up for this organization.');
-  let config: oidc.Configuration;
+  const oidc = await loadOidc();
+  let config: Oidc.Configuration;
   try {
     config = await discover(connection, now.getTime());
   } catch {
@@ -240,7 +250,7 @@ async function redeem(
   // The callback URL as the identity provider was told it, with the parameters it sent.
   const current = new URL(redirectUri);
   current.search = callbackUrl.search;
-  let claims: oidc.IDToken | undefined;
+  let claims: Oidc.IDToken | undefined;
   try {
     const tokens = await oidc.authorizationCodeGrant(config, current, {
       pkceCodeVerifier: flow.code_verifier,
