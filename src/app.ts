@@ -74,12 +74,20 @@ function wrongBaseUrl(publicUrl: string): ProxyError {
   );
 }
 
+/**
+ * Fastify gives each plugin 10 s to register and then refuses to start. Registering only builds routes and
+ * reads the console's files, but on a starved host (a CPU-limited container starting beside busy
+ * neighbours) that took longer: a slow start beats an instance that exits.
+ */
+const PLUGIN_START_TIMEOUT_MS = 60_000;
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   let proxyHandler: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
   const app = Fastify({
     loggerInstance: deps.log,
     trustProxy: deps.config.trustProxy,
     bodyLimit: 1024 * 1024,
+    pluginTimeout: PLUGIN_START_TIMEOUT_MS,
     serverFactory: (fastifyHandler) => {
       const server = createServer(
         { noDelay: true, keepAliveTimeout: 75_000, ...guardedServerOptions(deps.config.guard) },
