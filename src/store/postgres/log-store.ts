@@ -59,6 +59,17 @@ import {
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
+import { ROLLUP_SOURCE_COLUMNS, rollupUpsertSql } from './rollup.js';
+import {
+  ROLLUP_GROUPS,
+  ROLLUP_MIN_ROWS,
+  UsageMerge,
+  rollupAnswers,
+  rollupPruneBefore,
+  rollupRange,
+  rollupSelectSql,
+  rollupWhere,
+} from '../rollup.js';
 import { dialect } from './log-dialect.js';
 import { pgSessionReads } from './sessions.js';
 import { applyPgLogSearch, hasSearchColumn } from './log-search.js';
@@ -70,9 +81,17 @@ type Value = string | number | boolean | null;
 const PRUNE_CHUNK = 10_000;
 /** A property's value in a row (null when it has none), the name given as a placeholder. */
 const PROPERTY_VALUE = (name: string) => `properties ->> (${name}::text)`;
-const INSERT_SQL = `INSERT INTO requests (${LOG_COLUMNS.join(', ')})
-  SELECT * FROM unnest(${LOG_COLUMNS.map((c, i) => `$${i + 1}::${PG_COLUMN_TYPES[c]}[]`).join(', ')})
-  ON CONFLICT (id) DO NOTHING`;
+/**
+ * The rows, and the hourly rollup (../rollup.ts) for the rows newly inserted alone (a retried batch counts
+ * each row once), in one statement: one round trip, one snapshot. Answers the number of rows inserted.
+ */
+const INSERT_SQL = `WITH inserted AS (
+    INSERT INTO requests (${LOG_COLUMNS.join(', ')})
+    SELECT * FROM unnest(${LOG_COLUMNS.map((c, i) => `$${i + 1}::${PG_COLUMN_TYPES[c]}[]`).join(', ')})
+    ON CONFLICT (id) DO NOTHING
+    RETURNING ${ROLLUP_SOURCE_COLUMNS}
+  ), rolled AS (${rollupUpsertSql('inserted')} RETURNING 1)
+  SELECT count(*)::integer AS n FROM inserted`;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
@@ -197,8 +216,8 @@ export class PgLogStore implements LogStore {
     let rejected = refused;
     if (encoded.length === 0) return { inserted: 0, rejected };
     try {
-      const res = await this.pool.query(INSERT_SQL, columnsOf(encoded));
-      return { inserted: res.rowCount ?? 0, rejected };
+      const res = await this.pool.query<{ n: number }>(INSERT_SQL, columnsOf(encoded));
+      return { inserted: res.rows[0]!.n, rejected };
     } catch (err) {
       if (!isRowError(err)) throw err;
     }
@@ -215,7 +234,7 @@ export class PgLogStore implements LogStore {
       for (const row of encoded) {
         await client.query('SAVEPOINT row');
         try {
-          inserted += (await client.query(INSERT_SQL, columnsOf([row]))).rowCount ?? 0;
+          inserted += (await client.query<{ n: number }>(INSERT_SQL, columnsOf([row]))).rows[0]!.n;
           await client.query('RELEASE SAVEPOINT row');
         } catch (err) {
           if (!isRowError(err)) throw err;
@@ -338,30 +357,87 @@ export class PgLogStore implements LogStore {
   }
 
   async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
-    const rows = await this.aggregate(f, `date_trunc('${bucket}', created_at, 'UTC')`);
-    return rows.map((r) => ({ bucket: isoOrNull(r.k)!, ...r.numbers }));
+    const rows = await this.usage(
+      f,
+      `date_trunc('${bucket}', created_at, 'UTC')`,
+      bucket === 'minute' ? null : bucket === 'hour' ? 'hour' : `date_trunc('day', hour, 'UTC')`,
+      (k) => isoOrNull(k)!,
+    );
+    return rows
+      .map((r) => ({ bucket: r.key, ...r.numbers }))
+      .sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
   }
 
   async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
-    const rows = await this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE));
-    return sortBreakdown(rows.map((r) => ({ group: String(r.k), ...r.numbers })));
+    const rows = await this.usage(
+      f,
+      (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE),
+      typeof by === 'string' && ROLLUP_GROUPS.has(by) ? by : null,
+      String,
+    );
+    return sortBreakdown(rows.map((r) => ({ group: r.key, ...r.numbers })));
   }
 
-  private async aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {
+  /**
+   * A series' or breakdown's groups: from the hourly rollup where it holds the filter's fields and the
+   * grouping (`rollupKey`, that grouping over usage_hourly), the range's partial edge hours from the rows;
+   * from the rows alone otherwise, or where the range holds no more than ROLLUP_MIN_ROWS rows (exact
+   * percentiles, cheaply). `keyOf` turns a group's key as the driver reads it into text.
+   */
+  private async usage(
+    f: RequestFilter,
+    key: string | ((d: WhereDialect) => string),
+    rollupKey: string | null,
+    keyOf: (k: unknown) => string,
+  ): Promise<Array<{ key: string; numbers: Omit<UsagePoint, 'bucket'> }>> {
+    const range = rollupKey !== null && rollupAnswers(f) ? rollupRange(f) : null;
+    if (range) {
+      const merge = new UsageMerge();
+      const params: string[] = [];
+      const where = rollupWhere(f, range, (v) => `$${params.push(v)}`);
+      const { rows } = await this.pool.query<AggregateRow & { k: unknown; latencies: string }>(
+        `SELECT ${rollupKey} AS k, ${rollupSelectSql((c) => `string_agg(${c}, ',')`)}
+         FROM usage_hourly WHERE ${where} GROUP BY 1`,
+        params,
+      );
+      for (const r of rows) merge.addRollup(keyOf(r.k), r);
+      if (merge.total > ROLLUP_MIN_ROWS) {
+        for (const edge of range.edges) {
+          const edgeRows = await this.aggregate<{ latencies: number[] }>(
+            edge,
+            key,
+            'array_agg(latency_ms) AS latencies',
+          );
+          for (const r of edgeRows) merge.addRows(keyOf(r.k), r, r.latencies);
+        }
+        return merge.results();
+      }
+    }
+    const rows = await this.aggregate<{ p50: number | null; p95: number | null }>(
+      f,
+      key,
+      `percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95`,
+    );
+    return rows.map((r) => ({ key: keyOf(r.k), numbers: toUsageNumbers(r, r.p50, r.p95) }));
+  }
+
+  /** Each group's sums over the rows, and `latency` (its latencies' percentiles, or the latencies). */
+  private async aggregate<L extends object>(
+    f: RequestFilter,
+    key: string | ((d: WhereDialect) => string),
+    latency: string,
+  ) {
     const params: unknown[] = [];
     const d = dialect(params);
     const keySql = typeof key === 'string' ? key : key(d);
     const where = buildWhere(f, d);
-    const { rows } = await this.pool.query<
-      AggregateRow & { k: unknown; p50: number | null; p95: number | null }
-    >(
-      `SELECT ${keySql} AS k, ${AGGREGATE_SQL},
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
-         percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95
+    const { rows } = await this.pool.query<AggregateRow & { k: unknown } & L>(
+      `SELECT ${keySql} AS k, ${AGGREGATE_SQL}, ${latency}
        FROM requests WHERE ${where} GROUP BY 1 ORDER BY 1`,
       params,
     );
-    return rows.map((r) => ({ k: r.k, numbers: toUsageNumbers(r, r.p50, r.p95) }));
+    return rows;
   }
 
   async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
@@ -389,6 +465,8 @@ export class PgLogStore implements LogStore {
 
   async prune(before: string, bodies: readonly BodyCutoff[] = []): Promise<{ deleted: number }> {
     // Bounded chunks, each its own transaction: short locks, and WAL/vacuum work spread out.
+    // On the hour, with the rollup's hours (../rollup.ts): an hour's rows and its rollup rows go together.
+    const cut = rollupPruneBefore(before);
     let deleted = 0;
     let n: number;
     do {
@@ -396,11 +474,12 @@ export class PgLogStore implements LogStore {
       const res = await this.pool.query(
         `DELETE FROM requests WHERE id IN (
            SELECT id FROM requests WHERE id < $1 AND created_at < $2 ORDER BY id LIMIT $3)`,
-        [idsBefore(before), toIso(before), PRUNE_CHUNK],
+        [idsBefore(cut), cut, PRUNE_CHUNK],
       );
       n = res.rowCount ?? 0;
       deleted += n;
     } while (n === PRUNE_CHUNK);
+    await this.pool.query('DELETE FROM usage_hourly WHERE hour < $1', [cut]);
     for (const cut of bodies) {
       do {
         const res = await this.pool.query(

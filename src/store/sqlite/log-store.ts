@@ -60,6 +60,18 @@ import {
 import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
 import type { OpenOptions } from './driver.js';
 import { LOG_MIGRATIONS } from './log-schema.js';
+import { rollupInputOf, writeRollup } from './rollup.js';
+import {
+  ROLLUP_GROUPS,
+  ROLLUP_MIN_ROWS,
+  UsageMerge,
+  rollupAnswers,
+  rollupDeltas,
+  rollupPruneBefore,
+  rollupRange,
+  rollupSelectSql,
+  rollupWhere,
+} from '../rollup.js';
 import {
   DEFAULT_LOG_SEARCH,
   HAS_SEARCH_INDEX_SQL,
@@ -81,6 +93,8 @@ const BUCKET_SQL = {
   hour: "substr(created_at, 1, 13) || ':00:00.000Z'",
   day: "substr(created_at, 1, 10) || 'T00:00:00.000Z'",
 } as const;
+/** The same buckets over the rollup's hours (ISO text, on the hour). */
+const ROLLUP_BUCKET_SQL = { hour: 'hour', day: "substr(hour, 1, 10) || 'T00:00:00.000Z'" } as const;
 
 /**
  * The values the table's CHECKs (and, for providers, the name rule) allow in its text columns, checked while encoding, so that the log writer's
@@ -193,7 +207,13 @@ export class SqliteLogStore implements LogStore {
     this.batchByOutputFile = batches.batchByOutputFile;
     this.claimBatchResults = batches.claimBatchResults;
     this.listBatches = batches.listBatches;
-    const sessions = sqliteSessionReads(this.stmt, (params) => this.dialect(params), decodeRow, BUCKET_SQL);
+    const sessions = sqliteSessionReads(
+      this.stmt,
+      (params) => this.dialect(params),
+      decodeRow,
+      BUCKET_SQL,
+      ROLLUP_BUCKET_SQL,
+    );
     this.usageSeriesSplit = sessions.usageSeriesSplit;
     this.listSessions = sessions.listSessions;
     this.sessionCalls = sessions.sessionCalls;
@@ -236,7 +256,12 @@ export class SqliteLogStore implements LogStore {
     );
     try {
       const inserted = this.db.transaction(
-        () => this.indexing(() => encoded.reduce((n, p) => n + insert.run(...p).changes, 0)),
+        () =>
+          this.indexing(() => {
+            const fresh = encoded.filter((p) => insert.run(...p).changes > 0);
+            this.addToRollup(fresh);
+            return fresh.length;
+          }),
         { immediate: true },
       );
       return { inserted, rejected };
@@ -244,22 +269,32 @@ export class SqliteLogStore implements LogStore {
       if (!isRowError(err)) throw err;
     }
     // One poison row must not sink the batch: redo it row by row, each under a savepoint, skipping failures.
-    let inserted = 0;
+    const fresh: EncodedRow[] = [];
     this.db.transaction(
       () =>
         this.indexing(() => {
           for (const p of encoded) {
             try {
-              inserted += this.db.transaction(() => insert.run(...p).changes);
+              if (this.db.transaction(() => insert.run(...p).changes) > 0) fresh.push(p);
             } catch (err) {
               if (!isRowError(err)) throw err;
               rejected++;
             }
           }
+          this.addToRollup(fresh);
         }),
       { immediate: true },
     );
-    return { inserted, rejected };
+    return { inserted: fresh.length, rejected };
+  }
+
+  /**
+   * The hourly rollup (../rollup.ts) takes the rows this transaction newly inserted, and no others: a batch
+   * retried after a failure counts each row once. ~1 µs a row to group, then one read and one upsert per
+   * rollup row the batch touches.
+   */
+  private addToRollup(fresh: readonly EncodedRow[]): void {
+    writeRollup(this.stmt, rollupDeltas(fresh.map(rollupInputOf)));
   }
 
   /**
@@ -357,7 +392,7 @@ export class SqliteLogStore implements LogStore {
   }
 
   async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
-    const groups = this.aggregate(f, BUCKET_SQL[bucket]);
+    const groups = this.usage(f, BUCKET_SQL[bucket], bucket === 'minute' ? null : ROLLUP_BUCKET_SQL[bucket]);
     return groups
       .map(({ key, numbers }) => ({ bucket: key, ...numbers }))
       .sort((a, b) => (a.bucket < b.bucket ? -1 : 1));
@@ -365,11 +400,45 @@ export class SqliteLogStore implements LogStore {
 
   async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
     return sortBreakdown(
-      this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE)).map(({ key, numbers }) => ({
-        group: key,
-        ...numbers,
-      })),
+      this.usage(
+        f,
+        (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE),
+        typeof by === 'string' && ROLLUP_GROUPS.has(by) ? by : null,
+      ).map(({ key, numbers }) => ({ group: key, ...numbers })),
     );
+  }
+
+  /**
+   * A series' or breakdown's groups: from the hourly rollup where it holds the filter's fields and the
+   * grouping (`rollupKey`, that grouping over usage_hourly), the range's partial edge hours from the rows;
+   * from the rows alone otherwise, or where the range holds no more than ROLLUP_MIN_ROWS rows (exact
+   * percentiles, cheaply).
+   */
+  private usage(
+    f: RequestFilter,
+    key: string | ((d: WhereDialect) => string),
+    rollupKey: string | null,
+  ): Array<{ key: string; numbers: Omit<UsagePoint, 'bucket'> }> {
+    const range = rollupKey !== null && rollupAnswers(f) ? rollupRange(f) : null;
+    if (range) {
+      const merge = new UsageMerge();
+      const params: string[] = [];
+      const where = rollupWhere(f, range, (v) => (params.push(v), '?'));
+      const rows = this.stmt<string[], AggregateRow & { k: string; latencies: string }>(
+        `SELECT ${rollupKey} AS k, ${rollupSelectSql((c) => `group_concat(${c})`)}
+         FROM usage_hourly WHERE ${where} GROUP BY k`,
+      ).all(...params);
+      for (const r of rows) merge.addRollup(r.k, r);
+      if (merge.total > ROLLUP_MIN_ROWS) {
+        for (const edge of range.edges)
+          for (const g of this.aggregate(edge, key)) merge.addRows(g.key, g.sums, g.latencies);
+        return merge.results();
+      }
+    }
+    return this.aggregate(f, key).map(({ key: k, sums, latencies }) => ({
+      key: k,
+      numbers: toUsageNumbers(sums, percentileCont(latencies, 0.5), percentileCont(latencies, 0.95)),
+    }));
   }
 
   /**
@@ -389,13 +458,11 @@ export class SqliteLogStore implements LogStore {
       `SELECT ${keySql} AS k, ${AGGREGATE_SQL}, group_concat(printf('%!.17g', latency_ms)) AS latencies
        FROM requests WHERE ${where} GROUP BY k`,
     ).all(...params);
-    return groups.map(({ latencies, ...s }) => {
-      const sorted = Float64Array.from(latencies.split(','), Number).sort();
-      return {
-        key: s.k,
-        numbers: toUsageNumbers(s, percentileCont(sorted, 0.5), percentileCont(sorted, 0.95)),
-      };
-    });
+    return groups.map(({ latencies, k, ...sums }) => ({
+      key: k,
+      sums,
+      latencies: Float64Array.from(latencies.split(','), Number).sort(),
+    }));
   }
 
   async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
@@ -427,12 +494,15 @@ export class SqliteLogStore implements LogStore {
       `DELETE FROM requests WHERE rowid IN (
          SELECT rowid FROM requests WHERE id < ? AND created_at < ? ORDER BY id LIMIT ?)`,
     );
+    // On the hour, with the rollup's hours (../rollup.ts): an hour's rows and its rollup rows go together.
+    const cut = rollupPruneBefore(before);
     let deleted = 0;
     let n: number;
     do {
-      n = del.run(idsBefore(before), toIso(before), PRUNE_CHUNK).changes;
+      n = del.run(idsBefore(cut), cut, PRUNE_CHUNK).changes;
       deleted += n;
     } while (n === PRUNE_CHUNK);
+    this.stmt<[string]>('DELETE FROM usage_hourly WHERE hour < ?').run(cut);
     // Through the index of rows that still hold a body: a row stripped once is never read again.
     const strip = this.stmt<[string, string, number]>(
       `UPDATE requests SET request_body = NULL, response_body = NULL, response_search_text = NULL WHERE rowid IN (
