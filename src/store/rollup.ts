@@ -42,12 +42,29 @@ function bucketValue(b: number): number {
 /** Bucket → count. Stored as text, `bucket:count` pairs joined by commas (several may name one bucket). */
 export type Histogram = Map<number, number>;
 
+/**
+ * Adds a histogram's text to `h`. Read character by character: a month's read merges ~5 bytes of it per
+ * rollup row, and split/slice/Number cost twice as much.
+ */
 export function addHistogramText(h: Histogram, text: string | null | undefined): void {
   if (!text) return;
-  for (const pair of text.split(',')) {
-    const colon = pair.indexOf(':');
-    const b = Number(pair.slice(0, colon));
-    h.set(b, (h.get(b) ?? 0) + Number(pair.slice(colon + 1)));
+  let bucket = 0;
+  let n = 0;
+  let sign = 1;
+  let inCount = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 44;
+    if (c === 44 /* , */) {
+      const b = sign * bucket;
+      h.set(b, (h.get(b) ?? 0) + n);
+      bucket = 0;
+      n = 0;
+      sign = 1;
+      inCount = false;
+    } else if (c === 58 /* : */) inCount = true;
+    else if (c === 45 /* - */) sign = -1;
+    else if (inCount) n = n * 10 + (c - 48);
+    else bucket = bucket * 10 + (c - 48);
   }
 }
 

@@ -6,7 +6,6 @@ import type pg from 'pg';
 import type { RequestLogRow } from '../../types.js';
 import { domainError } from '../../errors.js';
 import {
-  AGGREGATE_SQL,
   LOGGED_COST_SQL,
   toLoggedCost,
   BOOL_COLUMNS,
@@ -15,7 +14,6 @@ import {
   JSON_COLUMNS,
   NULLABLE_JSON_COLUMNS,
   LOG_COLUMNS,
-  groupSql,
   SUMMARY_COLUMNS,
   buildWhere,
   NEWEST_FIRST,
@@ -28,12 +26,8 @@ import {
   encodeCursor,
   idsBefore,
   idsFrom,
-  sortBreakdown,
   spendBefore,
   NANOS_PER_USD,
-  toUsageNumbers,
-  type AggregateRow,
-  type WhereDialect,
   scopeWhere,
 } from '../log-query.js';
 import { PROVIDER_NAME } from '../../providers/ids.js';
@@ -42,7 +36,6 @@ import {
   LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
-  type BreakdownBy,
   type InsertResult,
   type LogStore,
   type Page,
@@ -53,25 +46,15 @@ import {
   type RequestSort,
   type RequestSummary,
   type SpendEntry,
-  type UsageBreakdownRow,
-  type UsagePoint,
 } from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
 import { ROLLUP_SOURCE_COLUMNS, rollupUpsertSql } from './rollup.js';
-import {
-  ROLLUP_GROUPS,
-  ROLLUP_MIN_ROWS,
-  UsageMerge,
-  rollupAnswers,
-  rollupPruneBefore,
-  rollupRange,
-  rollupSelectSql,
-  rollupWhere,
-} from '../rollup.js';
+import { rollupPruneBefore } from '../rollup.js';
 import { dialect } from './log-dialect.js';
 import { pgSessionReads } from './sessions.js';
+import { pgUsageReads } from './usage.js';
 import { applyPgLogSearch, hasSearchColumn } from './log-search.js';
 import type { BatchStore } from '../batch-types.js';
 
@@ -79,8 +62,6 @@ type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
 
 const PRUNE_CHUNK = 10_000;
-/** A property's value in a row (null when it has none), the name given as a placeholder. */
-const PROPERTY_VALUE = (name: string) => `properties ->> (${name}::text)`;
 /**
  * The rows, and the hourly rollup (../rollup.ts) for the rows newly inserted alone (a retried batch counts
  * each row once), in one statement: one round trip, one snapshot. Answers the number of rows inserted.
@@ -189,10 +170,15 @@ export class PgLogStore implements LogStore {
     this.listBatches = batches.listBatches;
     const sessions = pgSessionReads(pool, (r) => decodeRow<RequestSummary>(r));
     this.usageSeriesSplit = sessions.usageSeriesSplit;
+    const usage = pgUsageReads(pool);
+    this.usageSeries = usage.usageSeries;
+    this.usageBreakdown = usage.usageBreakdown;
     this.listSessions = sessions.listSessions;
     this.sessionCalls = sessions.sessionCalls;
   }
 
+  readonly usageSeries: LogStore['usageSeries'];
+  readonly usageBreakdown: LogStore['usageBreakdown'];
   readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
   readonly listSessions: LogStore['listSessions'];
   readonly sessionCalls: LogStore['sessionCalls'];
@@ -354,90 +340,6 @@ export class PgLogStore implements LogStore {
             [opts.account_id, limit],
           );
     return rows.map((r) => decodeRow<RequestSummary>(r));
-  }
-
-  async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
-    const rows = await this.usage(
-      f,
-      `date_trunc('${bucket}', created_at, 'UTC')`,
-      bucket === 'minute' ? null : bucket === 'hour' ? 'hour' : `date_trunc('day', hour, 'UTC')`,
-      (k) => isoOrNull(k)!,
-    );
-    return rows
-      .map((r) => ({ bucket: r.key, ...r.numbers }))
-      .sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
-  }
-
-  async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
-    const rows = await this.usage(
-      f,
-      (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE),
-      typeof by === 'string' && ROLLUP_GROUPS.has(by) ? by : null,
-      String,
-    );
-    return sortBreakdown(rows.map((r) => ({ group: r.key, ...r.numbers })));
-  }
-
-  /**
-   * A series' or breakdown's groups: from the hourly rollup where it holds the filter's fields and the
-   * grouping (`rollupKey`, that grouping over usage_hourly), the range's partial edge hours from the rows;
-   * from the rows alone otherwise, or where the range holds no more than ROLLUP_MIN_ROWS rows (exact
-   * percentiles, cheaply). `keyOf` turns a group's key as the driver reads it into text.
-   */
-  private async usage(
-    f: RequestFilter,
-    key: string | ((d: WhereDialect) => string),
-    rollupKey: string | null,
-    keyOf: (k: unknown) => string,
-  ): Promise<Array<{ key: string; numbers: Omit<UsagePoint, 'bucket'> }>> {
-    const range = rollupKey !== null && rollupAnswers(f) ? rollupRange(f) : null;
-    if (range) {
-      const merge = new UsageMerge();
-      const params: string[] = [];
-      const where = rollupWhere(f, range, (v) => `$${params.push(v)}`);
-      const { rows } = await this.pool.query<AggregateRow & { k: unknown; latencies: string }>(
-        `SELECT ${rollupKey} AS k, ${rollupSelectSql((c) => `string_agg(${c}, ',')`)}
-         FROM usage_hourly WHERE ${where} GROUP BY 1`,
-        params,
-      );
-      for (const r of rows) merge.addRollup(keyOf(r.k), r);
-      if (merge.total > ROLLUP_MIN_ROWS) {
-        for (const edge of range.edges) {
-          const edgeRows = await this.aggregate<{ latencies: number[] }>(
-            edge,
-            key,
-            'array_agg(latency_ms) AS latencies',
-          );
-          for (const r of edgeRows) merge.addRows(keyOf(r.k), r, r.latencies);
-        }
-        return merge.results();
-      }
-    }
-    const rows = await this.aggregate<{ p50: number | null; p95: number | null }>(
-      f,
-      key,
-      `percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95`,
-    );
-    return rows.map((r) => ({ key: keyOf(r.k), numbers: toUsageNumbers(r, r.p50, r.p95) }));
-  }
-
-  /** Each group's sums over the rows, and `latency` (its latencies' percentiles, or the latencies). */
-  private async aggregate<L extends object>(
-    f: RequestFilter,
-    key: string | ((d: WhereDialect) => string),
-    latency: string,
-  ) {
-    const params: unknown[] = [];
-    const d = dialect(params);
-    const keySql = typeof key === 'string' ? key : key(d);
-    const where = buildWhere(f, d);
-    const { rows } = await this.pool.query<AggregateRow & { k: unknown } & L>(
-      `SELECT ${keySql} AS k, ${AGGREGATE_SQL}, ${latency}
-       FROM requests WHERE ${where} GROUP BY 1 ORDER BY 1`,
-      params,
-    );
-    return rows;
   }
 
   async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {

@@ -6,7 +6,6 @@
 import type { RequestLogRow } from '../../types.js';
 import { domainError } from '../../errors.js';
 import {
-  AGGREGATE_SQL,
   LOGGED_COST_SQL,
   toLoggedCost,
   BOOL_COLUMNS,
@@ -15,7 +14,6 @@ import {
   JSON_COLUMNS,
   NULLABLE_JSON_COLUMNS,
   LOG_COLUMNS,
-  groupSql,
   SUMMARY_COLUMNS,
   buildWhere,
   NEWEST_FIRST,
@@ -26,14 +24,10 @@ import {
   encodeCursor,
   idsBefore,
   idsFrom,
-  percentileCont,
   scanSearchSql,
   searchGroups,
-  sortBreakdown,
   NANOS_PER_USD,
   spendBefore,
-  toUsageNumbers,
-  type AggregateRow,
   scopeWhere,
   type WhereDialect,
 } from '../log-query.js';
@@ -43,7 +37,6 @@ import {
   LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
-  type BreakdownBy,
   type InsertResult,
   type LogStore,
   type Page,
@@ -54,24 +47,12 @@ import {
   type SpendEntry,
   type RequestSort,
   type RequestSummary,
-  type UsageBreakdownRow,
-  type UsagePoint,
 } from '../types.js';
 import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
 import type { OpenOptions } from './driver.js';
 import { LOG_MIGRATIONS } from './log-schema.js';
 import { rollupInputOf, writeRollup } from './rollup.js';
-import {
-  ROLLUP_GROUPS,
-  ROLLUP_MIN_ROWS,
-  UsageMerge,
-  rollupAnswers,
-  rollupDeltas,
-  rollupPruneBefore,
-  rollupRange,
-  rollupSelectSql,
-  rollupWhere,
-} from '../rollup.js';
+import { rollupDeltas, rollupPruneBefore } from '../rollup.js';
 import {
   DEFAULT_LOG_SEARCH,
   HAS_SEARCH_INDEX_SQL,
@@ -82,6 +63,7 @@ import {
 } from './log-search.js';
 import { sqliteBatchStore } from './batches.js';
 import { sqliteSessionReads } from './sessions.js';
+import { sqliteUsageReads } from './usage.js';
 import type { BatchStore } from '../batch-types.js';
 
 type Value = string | number | null;
@@ -181,10 +163,6 @@ export interface SqliteLogStoreOptions extends OpenOptions {
   trustEncoded?: boolean;
 }
 
-/** A property's value in a row (null when it has none), the name given as a placeholder. */
-const PROPERTY_VALUE = (name: string) =>
-  `(SELECT value FROM json_each(requests.properties) WHERE key = ${name})`;
-
 export class SqliteLogStore implements LogStore {
   private readonly db: Db;
   private readonly stmt: StatementCache;
@@ -215,10 +193,20 @@ export class SqliteLogStore implements LogStore {
       ROLLUP_BUCKET_SQL,
     );
     this.usageSeriesSplit = sessions.usageSeriesSplit;
+    const usage = sqliteUsageReads(
+      this.stmt,
+      (params) => this.dialect(params),
+      BUCKET_SQL,
+      ROLLUP_BUCKET_SQL,
+    );
+    this.usageSeries = usage.usageSeries;
+    this.usageBreakdown = usage.usageBreakdown;
     this.listSessions = sessions.listSessions;
     this.sessionCalls = sessions.sessionCalls;
   }
 
+  readonly usageSeries: LogStore['usageSeries'];
+  readonly usageBreakdown: LogStore['usageBreakdown'];
   readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
   readonly listSessions: LogStore['listSessions'];
   readonly sessionCalls: LogStore['sessionCalls'];
@@ -389,80 +377,6 @@ export class SqliteLogStore implements LogStore {
             `SELECT ${cols} FROM requests WHERE account_id = ? ORDER BY id DESC LIMIT ?`,
           ).all(opts.account_id, limit);
     return rows.map((r) => decodeRow<RequestSummary>(r));
-  }
-
-  async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
-    const groups = this.usage(f, BUCKET_SQL[bucket], bucket === 'minute' ? null : ROLLUP_BUCKET_SQL[bucket]);
-    return groups
-      .map(({ key, numbers }) => ({ bucket: key, ...numbers }))
-      .sort((a, b) => (a.bucket < b.bucket ? -1 : 1));
-  }
-
-  async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
-    return sortBreakdown(
-      this.usage(
-        f,
-        (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE),
-        typeof by === 'string' && ROLLUP_GROUPS.has(by) ? by : null,
-      ).map(({ key, numbers }) => ({ group: key, ...numbers })),
-    );
-  }
-
-  /**
-   * A series' or breakdown's groups: from the hourly rollup where it holds the filter's fields and the
-   * grouping (`rollupKey`, that grouping over usage_hourly), the range's partial edge hours from the rows;
-   * from the rows alone otherwise, or where the range holds no more than ROLLUP_MIN_ROWS rows (exact
-   * percentiles, cheaply).
-   */
-  private usage(
-    f: RequestFilter,
-    key: string | ((d: WhereDialect) => string),
-    rollupKey: string | null,
-  ): Array<{ key: string; numbers: Omit<UsagePoint, 'bucket'> }> {
-    const range = rollupKey !== null && rollupAnswers(f) ? rollupRange(f) : null;
-    if (range) {
-      const merge = new UsageMerge();
-      const params: string[] = [];
-      const where = rollupWhere(f, range, (v) => (params.push(v), '?'));
-      const rows = this.stmt<string[], AggregateRow & { k: string; latencies: string }>(
-        `SELECT ${rollupKey} AS k, ${rollupSelectSql((c) => `group_concat(${c})`)}
-         FROM usage_hourly WHERE ${where} GROUP BY k`,
-      ).all(...params);
-      for (const r of rows) merge.addRollup(r.k, r);
-      if (merge.total > ROLLUP_MIN_ROWS) {
-        for (const edge of range.edges)
-          for (const g of this.aggregate(edge, key)) merge.addRows(g.key, g.sums, g.latencies);
-        return merge.results();
-      }
-    }
-    return this.aggregate(f, key).map(({ key: k, sums, latencies }) => ({
-      key: k,
-      numbers: toUsageNumbers(sums, percentileCont(latencies, 0.5), percentileCont(latencies, 0.95)),
-    }));
-  }
-
-  /**
-   * Sums in SQL; percentiles in JS over each group's latencies (SQLite has no percentile_cont), which the same
-   * statement hands over as one text per group. 17 significant digits read back as the same double; a
-   * REAL's own text does not everywhere (node:sqlite's SQLite 3.51 on Node 22 writes 1/3 with 15). Reading
-   * the rows a second time for the latencies cost as much again: 2.3 → 1.3 s for a month by day over
-   * 1,000,000 rows.
-   */
-  private aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {
-    const params: (string | number)[] = [];
-    const d = this.dialect(params);
-    // Placeholders are positional: the select list's come first.
-    const keySql = typeof key === 'string' ? key : key(d);
-    const where = buildWhere(f, d);
-    const groups = this.stmt<unknown[], AggregateRow & { k: string; latencies: string }>(
-      `SELECT ${keySql} AS k, ${AGGREGATE_SQL}, group_concat(printf('%!.17g', latency_ms)) AS latencies
-       FROM requests WHERE ${where} GROUP BY k`,
-    ).all(...params);
-    return groups.map(({ latencies, k, ...sums }) => ({
-      key: k,
-      sums,
-      latencies: Float64Array.from(latencies.split(','), Number).sort(),
-    }));
   }
 
   async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
