@@ -9,6 +9,7 @@ import {
   addHistogramText,
   histogramText,
   rollupDeltas,
+  type Histogram,
   type RollupDelta,
   type RollupInput,
 } from '../rollup.js';
@@ -43,25 +44,39 @@ export const ROLLUP_TABLE_SQL = `
 `;
 
 const KEY_WHERE = KEY.map((c) => `${c} = ?`).join(' AND ');
-const SELECT_LATENCY_SQL = `SELECT latency FROM usage_hourly WHERE ${KEY_WHERE}`;
+/**
+ * A row's histogram text grows by each batch's pairs (appended: no read before the write) until it is longer
+ * than this, then is merged in place. Merged, a histogram is a few dozen pairs in practice (~8 characters
+ * each), at most ~700 (latencies from 1 ms to 10 minutes): a read merges at most a few KB a rollup row.
+ */
+const COMPACT_AT = 4096;
 const UPSERT_SQL = `INSERT INTO usage_hourly (${[...KEY, ...ROLLUP_SUMS, 'latency'].join(', ')})
   VALUES (${[...KEY, ...ROLLUP_SUMS, 'latency'].map(() => '?').join(', ')})
   ON CONFLICT (${KEY.join(', ')}) DO UPDATE SET
-  ${ROLLUP_SUMS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}, latency = excluded.latency`;
+  ${ROLLUP_SUMS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')},
+  latency = latency || ',' || excluded.latency
+  RETURNING length(latency) AS n`;
+const SELECT_LATENCY_SQL = `SELECT latency FROM usage_hourly WHERE ${KEY_WHERE}`;
+const SET_LATENCY_SQL = `UPDATE usage_hourly SET latency = ? WHERE ${KEY_WHERE}`;
 
 /**
- * Adds increments to the rollup: each row's stored histogram is read and merged here, so the caller must
- * hold the write lock (an IMMEDIATE transaction) from the read to the write.
+ * Adds increments to the rollup, one upsert per rollup row; inside the caller's transaction (which holds
+ * the write lock), so a compaction's read and write see no other writer between them.
  */
 export function writeRollup(prepare: Prepare, deltas: readonly RollupDelta[]): void {
   if (deltas.length === 0) return;
-  const read = prepare<string[], { latency: string }>(SELECT_LATENCY_SQL);
-  const upsert = prepare<(string | number)[]>(UPSERT_SQL);
+  const upsert = prepare<(string | number)[], { n: number }>(UPSERT_SQL);
   for (const d of deltas) {
     const key = [d.dims[0]!, d.hour, ...d.dims.slice(1)];
-    const stored = read.get(...key);
-    if (stored) addHistogramText(d.hist, stored.latency);
-    upsert.run(...key, ...ROLLUP_SUMS.map((c) => d.sums[c]), histogramText(d.hist));
+    const { n } = upsert.get(...key, ...ROLLUP_SUMS.map((c) => d.sums[c]), histogramText(d.hist))!;
+    if (n > COMPACT_AT) {
+      const merged: Histogram = new Map();
+      addHistogramText(
+        merged,
+        prepare<string[], { latency: string }>(SELECT_LATENCY_SQL).get(...key)!.latency,
+      );
+      prepare<string[]>(SET_LATENCY_SQL).run(histogramText(merged), ...key);
+    }
   }
 }
 
