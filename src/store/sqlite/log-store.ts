@@ -278,8 +278,8 @@ export class SqliteLogStore implements LogStore {
 
   /**
    * The hourly rollup (../rollup.ts) takes the rows this transaction newly inserted, and no others: a batch
-   * retried after a failure counts each row once. ~1 µs a row to group, then one read and one upsert per
-   * rollup row the batch touches.
+   * retried after a failure counts each row once. Grouped here, then one upsert per rollup row the batch
+   * touches (./rollup.ts).
    */
   private addToRollup(fresh: readonly EncodedRow[]): void {
     writeRollup(this.stmt, rollupDeltas(fresh.map(rollupInputOf)));
