@@ -572,7 +572,9 @@ describe('keyrelay CLI, as a well-made command', () => {
     const listed = await runCli(['keys', 'list', '--email', 'ops@example.com'], env);
     const block = listed.stdout.slice(listed.stdout.indexOf(k.id));
     expect(block).toContain('  limits  providers any  models any  rpm 60 (all)  tpm unlimited');
-    expect(block).toMatch(/\n {2}budget {2}spent \$0 of \$5 \(0%\), resets in \d+ (d|h|min|s)( \d+ (h|min|s))? \(20\d\d-/);
+    expect(block).toMatch(
+      /\n {2}budget {2}spent \$0 of \$5 \(0%\), resets in \d+ (d|h|min|s)( \d+ (h|min|s))? \(20\d\d-/,
+    );
     const bad = await runCli(['keys', 'limits', k.id, '--budget-mode', 'strict'], env);
     expect([bad.code, bad.stderr.includes('--budget-mode must be soft or hard')]).toEqual([2, true]);
     const zero = await runCli(['keys', 'limits', k.id, '--max-concurrent', '0'], env);

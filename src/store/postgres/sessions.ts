@@ -1,12 +1,6 @@
 /** Sessions and split series on PostgreSQL: the log store's reads that group by session or by a column's top values. */
 import type pg from 'pg';
-import {
-  buildWhere,
-  decodeCursor,
-  encodeCursor,
-  SUMMARY_COLUMNS,
-  type AggregateRow,
-} from '../log-query.js';
+import { buildWhere, decodeCursor, encodeCursor, SUMMARY_COLUMNS, type AggregateRow } from '../log-query.js';
 import { rollupWhere, type RollupRange } from '../rollup.js';
 import {
   rollupSplitSelectSql,
