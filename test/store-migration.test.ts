@@ -21,8 +21,6 @@ import {
 import { openSqlite, runSqliteMigrations, type Db } from '../src/store/sqlite/db.js';
 import { LOG_MIGRATIONS as SQLITE_LOG_MIGRATIONS } from '../src/store/sqlite/log-schema.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
-import { ROLLUP_TABLE_SQL as SQLITE_ROLLUP_SQL } from '../src/store/sqlite/rollup.js';
-import { ROLLUP_MIGRATION_SQL as PG_ROLLUP_SQL } from '../src/store/postgres/rollup.js';
 import { applyLogSearch, DEFAULT_LOG_SEARCH, INDEX_NEW_ROWS_SQL } from '../src/store/sqlite/log-search.js';
 import type { RequestLogRow } from '../src/types.js';
 import { newId } from '../src/ids.js';
@@ -45,16 +43,11 @@ async function writeAsOldSchema(
   exec: (sql: string) => unknown,
   dialect: 'sqlite' | 'pg',
   write: () => Promise<unknown>,
-  columns: readonly (readonly [string, string, string])[] = LATER_COLUMNS,
 ): Promise<void> {
-  for (const [name, sqlite, pg] of columns)
+  for (const [name, sqlite, pg] of LATER_COLUMNS)
     await exec(`ALTER TABLE requests ADD COLUMN ${name} ${dialect === 'sqlite' ? sqlite : pg}`);
-  // Today's insert adds to the hourly rollup (log migration 19) in the same statement or transaction.
-  await exec(dialect === 'sqlite' ? SQLITE_ROLLUP_SQL : PG_ROLLUP_SQL);
   await write();
-  await exec('DROP TABLE usage_hourly');
-  if (dialect === 'pg') await exec('DROP FUNCTION usage_latency_merge(text, text)');
-  for (const [name] of columns) await exec(`ALTER TABLE requests DROP COLUMN ${name}`);
+  for (const [name] of LATER_COLUMNS) await exec(`ALTER TABLE requests DROP COLUMN ${name}`);
 }
 const ACCOUNT = `INSERT INTO accounts (id, email, password_hash, password_changed_at, created_at)
   VALUES ('a1', 'old@example.com', 'x', '${NOW}', '${NOW}')`;
@@ -491,14 +484,10 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
     cleanups.push(() => log.close());
     await log.migrate();
     // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's,
-    // requests_org_session 15's (replaced by 18's requests_org_session_page), requests_org_end_user 16's,
-    // usage_hourly 19's.
+    // requests_org_session 15's (replaced by 18's requests_org_session_page), requests_org_end_user 16's.
     const later = [
       'requests',
       'batches',
-      'usage_hourly',
-      'usage_hourly_account',
-      'usage_hourly_key',
       'requests_key_end_user',
       'requests_org_id',
       'requests_org_cost',
@@ -1003,126 +992,5 @@ describe('config migration 20 keeps every delivery and session; a pending delive
     const store = new PgConfigStore(tdb.url);
     cleanups.push(() => store.close());
     await check(store);
-  });
-});
-
-describe('log migration 19 (hourly usage rollup) fills the rollup from the rows already logged', () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
-  });
-  const T0 = Date.parse('2026-03-01T10:00:00.000Z');
-  const MIN = 60_000;
-  const rows = Array.from({ length: 30 }, (_, i) =>
-    makeLogRow({
-      at: T0 + i * 7 * MIN,
-      model: i % 3 === 2 ? null : i % 3 ? 'gpt-4o' : 'gpt-4o-mini',
-      status: i % 10 === 4 ? 500 : 200,
-      latency_ms: 100 + i * 10,
-      input_tokens: i,
-      cost_usd: i % 5 === 1 ? null : i / 1000,
-      price_source: i % 5 === 1 ? 'unpriced: no price' : 'genai-prices@0.1.8',
-    }),
-  );
-  type Got = Record<string, unknown>;
-  /** The rows' own sums per hour and model, as the rollup should hold them. */
-  function expected(list: readonly RequestLogRow[]) {
-    const out = new Map<string, { requests: number; errors: number; input_tokens: number; cost: number }>();
-    for (const r of list) {
-      const key = `${r.created_at.slice(0, 13)}:00:00.000Z ${r.model ?? ''}`;
-      const e = out.get(key) ?? { requests: 0, errors: 0, input_tokens: 0, cost: 0 };
-      e.requests++;
-      if (r.status >= 400) e.errors++;
-      e.input_tokens += r.input_tokens ?? 0;
-      e.cost += r.cost_usd ?? 0;
-      out.set(key, e);
-    }
-    return out;
-  }
-  async function expectFilled(log: LogStore, query: (sql: string) => Promise<Got[]>): Promise<void> {
-    const read = async () => {
-      const got = await query(
-        'SELECT hour, model, requests, errors, input_tokens, cost_usd, unknown_cost_requests, latency FROM usage_hourly',
-      );
-      return new Map(
-        got.map((g) => [
-          `${new Date(g.hour as string).toISOString()} ${g.model as string}`,
-          {
-            requests: Number(g.requests),
-            errors: Number(g.errors),
-            input_tokens: Number(g.input_tokens),
-            cost: Number(g.cost_usd),
-            histogram: String(g.latency)
-              .split(',')
-              .reduce((n, pair) => n + Number(pair.split(':')[1]), 0),
-          },
-        ]),
-      );
-    };
-    await log.migrate();
-    const want = expected(rows);
-    const got = await read();
-    expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
-    for (const [k, w] of want) {
-      const g = got.get(k)!;
-      expect(g).toMatchObject({ requests: w.requests, errors: w.errors, input_tokens: w.input_tokens });
-      expect(g.cost).toBeCloseTo(w.cost, 12);
-      expect(g.histogram).toBe(w.requests);
-    }
-    // A batch written again counts once; a new row counts.
-    expect(await log.insertBatch(rows)).toEqual({ inserted: 0, rejected: 0 });
-    const extra = makeLogRow({ at: T0, model: 'gpt-4o-mini', input_tokens: 1000 });
-    expect(await log.insertBatch([rows[0]!, extra])).toEqual({ inserted: 1, rejected: 0 });
-    const again = await read();
-    const want2 = expected([...rows, extra]);
-    for (const [k, w] of want2)
-      expect(again.get(k)).toMatchObject({ requests: w.requests, histogram: w.requests });
-  }
-
-  it('on SQLite', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keyrelay-migrate-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, 'requests.db');
-    const db = openSqlite(path);
-    cleanups.push(() => db.close());
-    runSqliteMigrations(
-      db,
-      SQLITE_LOG_MIGRATIONS.filter((m) => m.version <= 18),
-    );
-    applyLogSearch(db, DEFAULT_LOG_SEARCH);
-    const v18 = new SqliteLogStore(path);
-    await writeAsOldSchema(
-      (sql) => db.exec(sql),
-      'sqlite',
-      async () => {
-        expect(await v18.insertBatch(rows)).toEqual({ inserted: rows.length, rejected: 0 });
-        await v18.close();
-      },
-      [],
-    );
-    const log = new SqliteLogStore(path);
-    cleanups.push(() => log.close());
-    await expectFilled(log, (sql) => Promise.resolve(db.prepare<[], Got>(sql).all()));
-  });
-
-  it('on PostgreSQL', async () => {
-    const tdb = await createTestDatabase();
-    cleanups.push(() => tdb.drop());
-    const pool = testPool(tdb.url, 1);
-    cleanups.push(() => pool.end());
-    await runPgMigrations(
-      pool,
-      'log',
-      PG_LOG_MIGRATIONS.filter((m) => m.version <= 18),
-    );
-    const log = new PgLogStore(tdb.url);
-    cleanups.push(() => log.close());
-    await writeAsOldSchema(
-      (sql) => pool.query(sql),
-      'pg',
-      async () => expect(await log.insertBatch(rows)).toEqual({ inserted: rows.length, rejected: 0 }),
-      [],
-    );
-    await expectFilled(log, async (sql) => (await pool.query<Got>(sql)).rows);
   });
 });

@@ -11,14 +11,6 @@ import {
   type AggregateRow,
 } from './log-query.js';
 import type { Page, RequestFilter, SessionSummary, SplitBy, UsageSplitPoint } from './types.js';
-import {
-  ROLLUP_GROUPS,
-  ROLLUP_MIN_ROWS,
-  ROLLUP_SUMS,
-  rollupAnswers,
-  rollupRange,
-  type RollupRange,
-} from './rollup.js';
 
 /**
  * The session list's select list, given how each database writes a row's end in epoch milliseconds and its
@@ -127,14 +119,13 @@ export function splitSelectSql(
   by: SplitBy,
   groups: readonly string[],
   bind: (v: string) => string,
-  sums = AGGREGATE_SQL,
 ): string {
   const value = groupSql(by, bind, () => 'NULL');
   const group =
     groups.length === 0
       ? 'NULL'
       : `CASE WHEN ${value} IN (${groups.map((g) => bind(g)).join(', ')}) THEN ${value} END`;
-  return `${bucketSql} AS b, ${group} AS g, ${sums}`;
+  return `${bucketSql} AS b, ${group} AS g, ${AGGREGATE_SQL}`;
 }
 
 export function toSplitPoint(bucket: string, r: AggregateRow & { g: string | null }): UsageSplitPoint {
@@ -146,47 +137,4 @@ export function toSplitPoint(bucket: string, r: AggregateRow & { g: string | nul
 export function sortSplit(points: UsageSplitPoint[]): UsageSplitPoint[] {
   const key = (p: UsageSplitPoint) => `${p.bucket}\u0000${p.group === null ? '\uffff' : p.group}`;
   return points.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-}
-
-/** A split series' select list over the hourly rollup (../rollup.ts): its sums, named as AGGREGATE_SQL's. */
-export function rollupSplitSelectSql(
-  bucketSql: string,
-  by: SplitBy,
-  groups: readonly string[],
-  bind: (v: string) => string,
-): string {
-  return splitSelectSql(bucketSql, by, groups, bind, ROLLUP_SUMS.map((c) => `SUM(${c}) AS ${c}`).join(', '));
-}
-
-type SplitRow = AggregateRow & { b: string; g: string | null };
-
-/**
- * A split series from the rollup where it can answer it (rollupAnswers, a column it holds, hour or day
- * buckets) and holds more than ROLLUP_MIN_ROWS rows, the range's partial edge hours from the rows (`rows`,
- * the plain query on a filter); null when the rows must answer it all.
- */
-export async function splitFromRollup(
-  f: RequestFilter,
-  bucket: 'minute' | 'hour' | 'day',
-  by: SplitBy,
-  rollup: (range: RollupRange) => Promise<SplitRow[]>,
-  rows: (f: RequestFilter) => Promise<SplitRow[]>,
-): Promise<UsageSplitPoint[] | null> {
-  if (bucket === 'minute' || !ROLLUP_GROUPS.has(by) || !rollupAnswers(f)) return null;
-  const range = rollupRange(f);
-  if (!range) return null;
-  const found = await rollup(range);
-  if (found.reduce((n, r) => n + Number(r.requests), 0) <= ROLLUP_MIN_ROWS) return null;
-  for (const edge of range.edges) found.push(...(await rows(edge)));
-  const merged = new Map<string, { b: string; g: string | null; sums: Record<string, number> }>();
-  for (const r of found) {
-    const key = `${r.b}\u0000${r.g === null ? '\u0001' : `\u0002${r.g}`}`;
-    let m = merged.get(key);
-    if (!m)
-      merged.set(key, (m = { b: r.b, g: r.g, sums: Object.fromEntries(ROLLUP_SUMS.map((c) => [c, 0])) }));
-    for (const c of ROLLUP_SUMS) m.sums[c]! += Number(r[c] ?? 0);
-  }
-  return sortSplit(
-    [...merged.values()].map((m) => toSplitPoint(m.b, { ...(m.sums as AggregateRow), g: m.g })),
-  );
 }

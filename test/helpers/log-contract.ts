@@ -1,16 +1,8 @@
 /** LogStore half of the store contract (registered by test/store-contract.test.ts for each backend). */
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import type { RequestLogRow } from '../../src/types.js';
-import type {
-  LogStore,
-  RequestFilter,
-  RequestSort,
-  RequestSummary,
-  UsagePoint,
-} from '../../src/store/types.js';
-import { percentileCont } from '../../src/store/log-query.js';
-import { ROLLUP_MIN_ROWS } from '../../src/store/rollup.js';
+import type { LogStore, RequestFilter, RequestSort, RequestSummary } from '../../src/store/types.js';
 import { makeLogRow, toSummary } from './log-rows.js';
 
 export interface LogContext {
@@ -970,230 +962,11 @@ export function describeLogStoreContract(ctx: LogContext): void {
       expect(await log.prune(new Date(to).toISOString())).toEqual({ deleted: 5 });
       const left = await log.listRequests({ account_id: acct }, { limit: 50 });
       expect(ids(left.items).sort()).toEqual(ids([rows.laggingOut, rows.atTo]).sort());
-      // By whole hours, as the hourly rollup keeps them: a cut inside an hour keeps that hour's rows.
-      expect(await log.prune(new Date(to + MIN).toISOString())).toEqual({ deleted: 0 });
-      expect(await log.prune(new Date(to + HOUR).toISOString())).toEqual({ deleted: 2 });
+      expect(await log.prune(new Date(to + MIN).toISOString())).toEqual({ deleted: 2 });
     });
   });
 
-  describeRollupContract(ctx);
   describeLogSearchContract(ctx);
-}
-
-type Numbers = Omit<UsagePoint, 'bucket'>;
-
-/** A group's numbers computed from the rows themselves, as AGGREGATE_SQL and percentile_cont define them. */
-function expectedNumbers(rows: readonly RequestLogRow[]): Numbers {
-  const lat = Float64Array.from(rows.map((r) => r.latency_ms)).sort();
-  const like = (v: string | null, prefix: string) => v !== null && v.toLowerCase().startsWith(prefix);
-  return {
-    requests: rows.length,
-    errors: rows.filter((r) => r.status >= 400 || r.outcome !== 'ok').length,
-    input_tokens: rows.reduce((n, r) => n + (r.input_tokens ?? 0), 0),
-    output_tokens: rows.reduce((n, r) => n + (r.output_tokens ?? 0), 0),
-    cache_read_tokens: rows.reduce((n, r) => n + (r.cache_read_tokens ?? 0), 0),
-    cost_usd: rows.reduce((n, r) => n + (r.cost_usd ?? 0), 0),
-    unknown_cost_requests: rows.filter((r) => r.cost_usd === null && !like(r.price_source, 'not billed'))
-      .length,
-    partial_cost_requests: rows.filter((r) => like(r.price_source, 'partial:')).length,
-    latency_p50_ms: percentileCont(lat, 0.5),
-    latency_p95_ms: percentileCont(lat, 0.95),
-  };
-}
-
-/** Sums exact (cost up to summation order), percentiles within the rollup's stated 1 %. */
-function expectClose(got: Partial<Numbers> | undefined, want: Numbers, label: string): void {
-  expect(got, label).toBeDefined();
-  const { cost_usd, latency_p50_ms, latency_p95_ms, ...sums } = want;
-  expect(got, label).toMatchObject(sums);
-  expect(Math.abs(got!.cost_usd! - cost_usd), label).toBeLessThanOrEqual(Math.abs(cost_usd) * 1e-12 + 1e-15);
-  for (const [g, w] of [
-    [got!.latency_p50_ms, latency_p50_ms],
-    [got!.latency_p95_ms, latency_p95_ms],
-  ] as const) {
-    if (g === undefined) continue;
-    expect(g === null, label).toBe(w === null);
-    if (g !== null && w !== null) expect(Math.abs(g - w), label).toBeLessThanOrEqual(w * 0.01 + 1e-9);
-  }
-}
-
-function groupBy<K>(rows: readonly RequestLogRow[], key: (r: RequestLogRow) => K): Map<K, RequestLogRow[]> {
-  const out = new Map<K, RequestLogRow[]>();
-  for (const r of rows) {
-    const k = key(r);
-    const list = out.get(k);
-    if (list) list.push(r);
-    else out.set(k, [r]);
-  }
-  return out;
-}
-
-/**
- * Month-long series and breakdowns read the hourly rollup once a range holds more than ROLLUP_MIN_ROWS
- * rows; they must say what the rows say: sums exactly, percentiles within 1 %, whatever the range's edges.
- */
-function describeRollupContract(ctx: LogContext): void {
-  describe('usage over many rows (the hourly rollup)', () => {
-    const N = Math.ceil(ROLLUP_MIN_ROWS * 2.4);
-    const START = Date.parse('2005-05-05T00:00:00.000Z');
-    const SPAN = 40 * HOUR;
-    let log: LogStore;
-    let org: string;
-    let rows: RequestLogRow[];
-    const models = ['gpt-4o', 'GPT-4o-mini', 'claude-sonnet', null];
-    const keys = ['key-a', 'key-b', 'key-svc'];
-    const creds = ['fp-1', 'fp-2', null];
-
-    beforeAll(async () => {
-      log = ctx.store();
-      org = `org-${newId()}`;
-      rows = Array.from({ length: N }, (_, i) => {
-        const at = START + Math.floor((i * SPAN) / N) + (i % 7);
-        const model = models[i % 4]!;
-        return makeLogRow({
-          at,
-          org_id: org,
-          account_id: i % 5 === 0 ? `${org}-m2` : `${org}-m1`,
-          key_id: keys[i % 3]!,
-          provider: model?.startsWith('claude') ? 'anthropic' : 'openai',
-          model,
-          credential_fingerprint: creds[i % 3 === 0 ? (i >> 2) % 3 : i % 2]!,
-          status: i % 23 === 0 ? 429 : 200,
-          outcome: i % 31 === 0 ? 'client_aborted' : 'ok',
-          latency_ms: i % 101 === 0 ? 0 : 20 + ((i * 7919) % 5000) + (i % 3) / 4,
-          input_tokens: i % 17 === 0 ? null : 10 + (i % 900),
-          output_tokens: i % 19 === 0 ? null : i % 300,
-          cache_read_tokens: i % 4 === 0 ? i % 50 : null,
-          cost_usd: i % 13 === 0 ? null : ((i % 1000) * 1.7 + 0.3) / 1e6,
-          price_source:
-            i % 13 === 0
-              ? i % 2 === 0
-                ? 'not billed: refused'
-                : 'unpriced: no price'
-              : i % 11 === 0
-                ? 'partial: web_search has no price'
-                : 'genai-prices@0.1.8',
-          request_body: null,
-          response_body: null,
-        });
-      });
-      // In batches, as the log writer sends them; the first batch again, as a retry after a failure: the
-      // rollup counts each row once.
-      for (let i = 0; i < N; i += 2_000) await log.insertBatch(rows.slice(i, i + 2_000));
-      expect(await log.insertBatch(rows.slice(0, 2_000))).toEqual({ inserted: 0, rejected: 0 });
-    }, 120_000);
-
-    const iso = (t: number) => new Date(t).toISOString();
-    // Not on the hour at either end: the edges come from the rows, the hours between from the rollup.
-    const from = START + 2 * HOUR + 17 * MIN + 3;
-    const to = START + 37 * HOUR + 41 * MIN;
-    const inRange = (r: RequestLogRow) => {
-      const t = Date.parse(r.created_at);
-      return t >= from && t < to;
-    };
-    const hourOf = (r: RequestLogRow) => `${r.created_at.slice(0, 13)}:00:00.000Z`;
-    const dayOf = (r: RequestLogRow) => `${r.created_at.slice(0, 10)}T00:00:00.000Z`;
-
-    it('series by hour and by day equal the rows’ own numbers, edges not on the hour', async () => {
-      const f = { org_id: org, from: iso(from), to: iso(to) };
-      const picked = rows.filter(inRange);
-      expect(picked.length).toBeGreaterThan(ROLLUP_MIN_ROWS);
-      for (const [bucket, of] of [
-        ['hour', hourOf],
-        ['day', dayOf],
-      ] as const) {
-        const got = await log.usageSeries(f, bucket);
-        const want = [...groupBy(picked, of)].sort((a, b) => (a[0] < b[0] ? -1 : 1));
-        expect(got.map((p) => p.bucket)).toEqual(want.map(([b]) => b));
-        for (const [i, [b, group]] of want.entries())
-          expectClose(got[i], expectedNumbers(group), `${bucket} ${b}`);
-      }
-      // Open at either end, and a whole range on the hour.
-      const open = await log.usageSeries({ org_id: org }, 'day');
-      for (const [b, group] of groupBy(rows, dayOf)) {
-        expectClose(
-          open.find((p) => p.bucket === b),
-          expectedNumbers(group),
-          `open ${b}`,
-        );
-      }
-    });
-
-    it('breakdowns by model, key, provider and credential, with the console’s filters', async () => {
-      const filters: Array<[RequestFilter, (r: RequestLogRow) => boolean]> = [
-        [{ org_id: org, from: iso(from), to: iso(to) }, inRange],
-        [
-          { org_id: org, from: iso(from), to: iso(to), exclude_key_ids: ['key-svc'] },
-          (r) => inRange(r) && r.key_id !== 'key-svc',
-        ],
-        [
-          { org_id: org, model_contains: '4O', to: iso(to) },
-          (r) => /4o/i.test(r.model ?? '') && Date.parse(r.created_at) < to,
-        ],
-        [
-          { org_id: org, account_id: `${org}-m1`, from: iso(from) },
-          (r) => r.account_id === `${org}-m1` && Date.parse(r.created_at) >= from,
-        ],
-      ];
-      for (const [f, keep] of filters) {
-        const picked = rows.filter(keep);
-        expect(picked.length).toBeGreaterThan(ROLLUP_MIN_ROWS);
-        for (const by of ['model', 'key_id', 'provider', 'credential_fingerprint'] as const) {
-          const got = await log.usageBreakdown(f, by);
-          const want = groupBy(picked, (r) => r[by] ?? '');
-          expect(got.map((g) => g.group).sort()).toEqual([...want.keys()].sort());
-          for (const [g, group] of want)
-            expectClose(
-              got.find((x) => x.group === g),
-              expectedNumbers(group),
-              `${JSON.stringify(f)} ${by} ${g}`,
-            );
-        }
-      }
-    });
-
-    it('split series by model equal the rows’ sums, the groups not named as "other"', async () => {
-      const f = { org_id: org, from: iso(from), to: iso(to) };
-      const picked = rows.filter(inRange);
-      const got = await log.usageSeriesSplit(f, 'hour', 'model', ['gpt-4o', '']);
-      const named = new Set(['gpt-4o', '']);
-      const want = groupBy(picked, (r) => `${hourOf(r)} ${named.has(r.model ?? '') ? (r.model ?? '') : '*'}`);
-      expect(got).toHaveLength(want.size);
-      for (const [k, group] of want) {
-        const [b, g] = k.split(' ');
-        const point = got.find((p) => p.bucket === b && p.group === (g === '*' ? null : g));
-        const { latency_p50_ms: _a, latency_p95_ms: _b, ...sums } = expectedNumbers(group);
-        expectClose(point, { ...sums, latency_p50_ms: null, latency_p95_ms: null }, k);
-      }
-    });
-
-    it('retention takes rows and their rollup hours together', async () => {
-      const cut = START + 30 * HOUR + 25 * MIN; // inside an hour: the hour's rows stay
-      await log.prune(iso(cut));
-      const left = rows.filter((r) => Date.parse(r.created_at) >= START + 30 * HOUR);
-      expect(left.length).toBeLessThan(ROLLUP_MIN_ROWS); // the rows answer now, exactly
-      const got = await log.usageSeries({ org_id: org }, 'day');
-      for (const [b, group] of groupBy(left, dayOf))
-        expectClose(
-          got.find((p) => p.bucket === b),
-          expectedNumbers(group),
-          b,
-        );
-      expect(got.reduce((n, p) => n + p.requests, 0)).toBe(left.length);
-      // The rows written again after their hours were pruned count again, once.
-      const gone = rows.filter((r) => Date.parse(r.created_at) < START + 30 * HOUR);
-      for (let i = 0; i < gone.length; i += 2_000) await log.insertBatch(gone.slice(i, i + 2_000));
-      const all = await log.usageBreakdown({ org_id: org }, 'model');
-      for (const [g, group] of groupBy(rows, (r) => r.model ?? ''))
-        expectClose(
-          all.find((x) => x.group === g),
-          expectedNumbers(group),
-          `again ${g}`,
-        );
-      await log.prune(iso(START + 200 * HOUR));
-      expect(await log.usageBreakdown({ org_id: org }, 'model')).toEqual([]);
-    }, 120_000);
-  });
 }
 
 /**
@@ -1311,8 +1084,7 @@ export function describeLogSearchContract(ctx: LogContext): void {
       ]);
       expect(await find('kookaburra')).toEqual([]);
       expect(await log.getRequest(acct, r.id)).toEqual({ ...shown, request_body: null, response_body: null });
-      // Rows go by whole hours (with the hourly rollup): the row's hour ends before the cut.
-      await log.prune(new Date(old + HOUR).toISOString());
+      await log.prune(new Date(old + 1).toISOString());
       expect(await log.getRequest(acct, r.id)).toBeNull();
       expect(await find('gpt')).not.toContain(r.id);
     });

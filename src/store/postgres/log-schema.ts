@@ -1,6 +1,5 @@
 import type { LogColumn } from '../log-query.js';
 import type { PgMigration } from './db.js';
-import { ROLLUP_MIGRATION_SQL } from './rollup.js';
 
 /**
  * One plain table rather than monthly partitions: partitioning would force the primary key to include
@@ -256,14 +255,6 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
         WHERE session IS NOT NULL;
       DROP INDEX requests_org_session;
     `,
-  },
-  {
-    version: 19,
-    name: 'hourly usage rollup',
-    // A month's usage series and breakdowns read every row of the month (1,000,000 rows: 5–8 s). The
-    // rollup holds their sums and a latency histogram per key, provider, model, credential and hour
-    // (../rollup.ts), kept as rows are inserted; it is filled here from the rows already logged.
-    sql: ROLLUP_MIGRATION_SQL,
   },
 ];
 

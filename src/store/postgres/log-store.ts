@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { RequestLogRow } from '../../types.js';
 import { domainError } from '../../errors.js';
 import {
+  AGGREGATE_SQL,
   LOGGED_COST_SQL,
   toLoggedCost,
   BOOL_COLUMNS,
@@ -14,6 +15,7 @@ import {
   JSON_COLUMNS,
   NULLABLE_JSON_COLUMNS,
   LOG_COLUMNS,
+  groupSql,
   SUMMARY_COLUMNS,
   buildWhere,
   NEWEST_FIRST,
@@ -26,8 +28,12 @@ import {
   encodeCursor,
   idsBefore,
   idsFrom,
+  sortBreakdown,
   spendBefore,
   NANOS_PER_USD,
+  toUsageNumbers,
+  type AggregateRow,
+  type WhereDialect,
   scopeWhere,
 } from '../log-query.js';
 import { PROVIDER_NAME } from '../../providers/ids.js';
@@ -36,6 +42,7 @@ import {
   LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
+  type BreakdownBy,
   type InsertResult,
   type LogStore,
   type Page,
@@ -46,15 +53,14 @@ import {
   type RequestSort,
   type RequestSummary,
   type SpendEntry,
+  type UsageBreakdownRow,
+  type UsagePoint,
 } from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
-import { ROLLUP_SOURCE_COLUMNS, rollupUpsertSql } from './rollup.js';
-import { rollupPruneBefore } from '../rollup.js';
 import { dialect } from './log-dialect.js';
 import { pgSessionReads } from './sessions.js';
-import { pgUsageReads } from './usage.js';
 import { applyPgLogSearch, hasSearchColumn } from './log-search.js';
 import type { BatchStore } from '../batch-types.js';
 
@@ -62,17 +68,11 @@ type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
 
 const PRUNE_CHUNK = 10_000;
-/**
- * The rows, and the hourly rollup (../rollup.ts) for the rows newly inserted alone (a retried batch counts
- * each row once), in one statement: one round trip, one snapshot. Answers the number of rows inserted.
- */
-const INSERT_SQL = `WITH inserted AS (
-    INSERT INTO requests (${LOG_COLUMNS.join(', ')})
-    SELECT * FROM unnest(${LOG_COLUMNS.map((c, i) => `$${i + 1}::${PG_COLUMN_TYPES[c]}[]`).join(', ')})
-    ON CONFLICT (id) DO NOTHING
-    RETURNING ${ROLLUP_SOURCE_COLUMNS}
-  ), rolled AS (${rollupUpsertSql('inserted')} RETURNING 1)
-  SELECT count(*)::integer AS n FROM inserted`;
+/** A property's value in a row (null when it has none), the name given as a placeholder. */
+const PROPERTY_VALUE = (name: string) => `properties ->> (${name}::text)`;
+const INSERT_SQL = `INSERT INTO requests (${LOG_COLUMNS.join(', ')})
+  SELECT * FROM unnest(${LOG_COLUMNS.map((c, i) => `$${i + 1}::${PG_COLUMN_TYPES[c]}[]`).join(', ')})
+  ON CONFLICT (id) DO NOTHING`;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
@@ -170,15 +170,10 @@ export class PgLogStore implements LogStore {
     this.listBatches = batches.listBatches;
     const sessions = pgSessionReads(pool, (r) => decodeRow<RequestSummary>(r));
     this.usageSeriesSplit = sessions.usageSeriesSplit;
-    const usage = pgUsageReads(pool);
-    this.usageSeries = usage.usageSeries;
-    this.usageBreakdown = usage.usageBreakdown;
     this.listSessions = sessions.listSessions;
     this.sessionCalls = sessions.sessionCalls;
   }
 
-  readonly usageSeries: LogStore['usageSeries'];
-  readonly usageBreakdown: LogStore['usageBreakdown'];
   readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
   readonly listSessions: LogStore['listSessions'];
   readonly sessionCalls: LogStore['sessionCalls'];
@@ -202,8 +197,8 @@ export class PgLogStore implements LogStore {
     let rejected = refused;
     if (encoded.length === 0) return { inserted: 0, rejected };
     try {
-      const res = await this.pool.query<{ n: number }>(INSERT_SQL, columnsOf(encoded));
-      return { inserted: res.rows[0]!.n, rejected };
+      const res = await this.pool.query(INSERT_SQL, columnsOf(encoded));
+      return { inserted: res.rowCount ?? 0, rejected };
     } catch (err) {
       if (!isRowError(err)) throw err;
     }
@@ -220,7 +215,7 @@ export class PgLogStore implements LogStore {
       for (const row of encoded) {
         await client.query('SAVEPOINT row');
         try {
-          inserted += (await client.query<{ n: number }>(INSERT_SQL, columnsOf([row]))).rows[0]!.n;
+          inserted += (await client.query(INSERT_SQL, columnsOf([row]))).rowCount ?? 0;
           await client.query('RELEASE SAVEPOINT row');
         } catch (err) {
           if (!isRowError(err)) throw err;
@@ -342,6 +337,33 @@ export class PgLogStore implements LogStore {
     return rows.map((r) => decodeRow<RequestSummary>(r));
   }
 
+  async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
+    const rows = await this.aggregate(f, `date_trunc('${bucket}', created_at, 'UTC')`);
+    return rows.map((r) => ({ bucket: isoOrNull(r.k)!, ...r.numbers }));
+  }
+
+  async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
+    const rows = await this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE));
+    return sortBreakdown(rows.map((r) => ({ group: String(r.k), ...r.numbers })));
+  }
+
+  private async aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {
+    const params: unknown[] = [];
+    const d = dialect(params);
+    const keySql = typeof key === 'string' ? key : key(d);
+    const where = buildWhere(f, d);
+    const { rows } = await this.pool.query<
+      AggregateRow & { k: unknown; p50: number | null; p95: number | null }
+    >(
+      `SELECT ${keySql} AS k, ${AGGREGATE_SQL},
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
+         percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95
+       FROM requests WHERE ${where} GROUP BY 1 ORDER BY 1`,
+      params,
+    );
+    return rows.map((r) => ({ k: r.k, numbers: toUsageNumbers(r, r.p50, r.p95) }));
+  }
+
   async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
     // Along the primary key: ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
     const { rows } = await this.pool.query<PricingGapRow & { requests: string }>(
@@ -367,8 +389,6 @@ export class PgLogStore implements LogStore {
 
   async prune(before: string, bodies: readonly BodyCutoff[] = []): Promise<{ deleted: number }> {
     // Bounded chunks, each its own transaction: short locks, and WAL/vacuum work spread out.
-    // On the hour, with the rollup's hours (../rollup.ts): an hour's rows and its rollup rows go together.
-    const cut = rollupPruneBefore(before);
     let deleted = 0;
     let n: number;
     do {
@@ -376,12 +396,11 @@ export class PgLogStore implements LogStore {
       const res = await this.pool.query(
         `DELETE FROM requests WHERE id IN (
            SELECT id FROM requests WHERE id < $1 AND created_at < $2 ORDER BY id LIMIT $3)`,
-        [idsBefore(cut), cut, PRUNE_CHUNK],
+        [idsBefore(before), toIso(before), PRUNE_CHUNK],
       );
       n = res.rowCount ?? 0;
       deleted += n;
     } while (n === PRUNE_CHUNK);
-    await this.pool.query('DELETE FROM usage_hourly WHERE hour < $1', [cut]);
     for (const cut of bodies) {
       do {
         const res = await this.pool.query(

@@ -1,10 +1,7 @@
 /** Sessions and split series on PostgreSQL: the log store's reads that group by session or by a column's top values. */
 import type pg from 'pg';
 import { buildWhere, decodeCursor, encodeCursor, SUMMARY_COLUMNS, type AggregateRow } from '../log-query.js';
-import { rollupWhere, type RollupRange } from '../rollup.js';
 import {
-  rollupSplitSelectSql,
-  splitFromRollup,
   sessionListSql,
   sessionPage,
   sessionSelectSql,
@@ -13,7 +10,7 @@ import {
   toSplitPoint,
   type SessionRow,
 } from '../session-query.js';
-import type { LogStore, RequestFilter, RequestSummary } from '../types.js';
+import type { LogStore, RequestSummary } from '../types.js';
 import { isoOrNull } from './db.js';
 import { dialect } from './log-dialect.js';
 
@@ -34,32 +31,17 @@ export function pgSessionReads(
 ): Pick<LogStore, 'usageSeriesSplit' | 'listSessions' | 'sessionCalls'> {
   return {
     async usageSeriesSplit(f, bucket, by, groups) {
-      const rows = async (filter: RequestFilter) => {
-        const params: unknown[] = [];
-        const d = dialect(params);
-        const select = splitSelectSql(`date_trunc('${bucket}', created_at, 'UTC')`, by, groups, (v) =>
-          d.bind(v),
-        );
-        const where = buildWhere(filter, d);
-        const found = await pool.query<AggregateRow & { b: unknown; g: string | null }>(
-          `SELECT ${select} FROM requests WHERE ${where} GROUP BY 1, 2`,
-          params,
-        );
-        return found.rows.map((r) => ({ ...r, b: isoOrNull(r.b)! }));
-      };
-      const rollup = async (range: RollupRange) => {
-        const params: string[] = [];
-        const bind = (v: string) => `$${params.push(v)}`;
-        const select = rollupSplitSelectSql(`date_trunc('${bucket}', hour, 'UTC')`, by, groups, bind);
-        const where = rollupWhere(f, range, bind);
-        const found = await pool.query<AggregateRow & { b: unknown; g: string | null }>(
-          `SELECT ${select} FROM usage_hourly WHERE ${where} GROUP BY 1, 2`,
-          params,
-        );
-        return found.rows.map((r) => ({ ...r, b: isoOrNull(r.b)! }));
-      };
-      const fromRollup = await splitFromRollup(f, bucket, by, rollup, rows);
-      return fromRollup ?? sortSplit((await rows(f)).map((r) => toSplitPoint(r.b, r)));
+      const params: unknown[] = [];
+      const d = dialect(params);
+      const select = splitSelectSql(`date_trunc('${bucket}', created_at, 'UTC')`, by, groups, (v) =>
+        d.bind(v),
+      );
+      const where = buildWhere(f, d);
+      const { rows } = await pool.query<AggregateRow & { b: unknown; g: string | null }>(
+        `SELECT ${select} FROM requests WHERE ${where} GROUP BY 1, 2`,
+        params,
+      );
+      return sortSplit(rows.map((r) => toSplitPoint(isoOrNull(r.b)!, r)));
     },
 
     async listSessions(f, opts) {

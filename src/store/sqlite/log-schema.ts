@@ -1,5 +1,4 @@
 import { rebuildTable, type Migration } from './db.js';
-import { createRollup } from './rollup.js';
 
 /** STRICT + CHECKs make a malformed row fail on its own, so insertBatch can skip it and keep the rest. */
 export const LOG_MIGRATIONS: readonly Migration[] = [
@@ -291,14 +290,6 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
         WHERE session IS NOT NULL;
       DROP INDEX requests_org_session;
     `,
-  },
-  {
-    version: 19,
-    name: 'hourly usage rollup',
-    // A month's usage series and breakdowns read every row of the month (1,000,000 rows: 5–8 s). The
-    // rollup holds their sums and a latency histogram per key, provider, model, credential and hour
-    // (../rollup.ts), kept as rows are inserted; it is filled here from the rows already logged.
-    apply: createRollup,
   },
 ];
 

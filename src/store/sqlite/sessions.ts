@@ -8,10 +8,7 @@ import {
   type AggregateRow,
   type WhereDialect,
 } from '../log-query.js';
-import { rollupWhere, type RollupRange } from '../rollup.js';
 import {
-  rollupSplitSelectSql,
-  splitFromRollup,
   sessionListSql,
   sessionPage,
   sessionSelectSql,
@@ -21,7 +18,7 @@ import {
   type SessionRow,
 } from '../session-query.js';
 import { SUMMARY_COLUMNS } from '../log-query.js';
-import type { LogStore, RequestFilter, RequestSummary } from '../types.js';
+import type { LogStore, RequestSummary } from '../types.js';
 import type { StatementCache } from './db.js';
 
 type DbRow = Record<string, unknown>;
@@ -40,32 +37,18 @@ export function sqliteSessionReads(
   dialect: (params: (string | number)[]) => WhereDialect,
   decodeRow: (row: DbRow) => RequestSummary,
   bucketSql: Record<'minute' | 'hour' | 'day', string>,
-  rollupBucketSql: Record<'hour' | 'day', string>,
 ): Pick<LogStore, 'usageSeriesSplit' | 'listSessions' | 'sessionCalls'> {
   return {
     async usageSeriesSplit(f, bucket, by, groups) {
-      const rows = async (filter: RequestFilter) => {
-        const params: (string | number)[] = [];
-        const d = dialect(params);
-        // Placeholders are positional: the select list's come first.
-        const select = splitSelectSql(bucketSql[bucket], by, groups, (v) => d.bind(v));
-        const where = buildWhere(filter, d);
-        return stmt<unknown[], AggregateRow & { b: string; g: string | null }>(
-          `SELECT ${select} FROM requests WHERE ${where} GROUP BY b, g`,
-        ).all(...params);
-      };
-      const rollup = async (range: RollupRange) => {
-        if (bucket === 'minute') return [];
-        const params: string[] = [];
-        const bind = (v: string) => (params.push(v), '?');
-        const select = rollupSplitSelectSql(rollupBucketSql[bucket], by, groups, bind);
-        const where = rollupWhere(f, range, bind);
-        return stmt<string[], AggregateRow & { b: string; g: string | null }>(
-          `SELECT ${select} FROM usage_hourly WHERE ${where} GROUP BY b, g`,
-        ).all(...params);
-      };
-      const fromRollup = await splitFromRollup(f, bucket, by, rollup, rows);
-      return fromRollup ?? sortSplit((await rows(f)).map((r) => toSplitPoint(r.b, r)));
+      const params: (string | number)[] = [];
+      const d = dialect(params);
+      // Placeholders are positional: the select list's come first.
+      const select = splitSelectSql(bucketSql[bucket], by, groups, (v) => d.bind(v));
+      const where = buildWhere(f, d);
+      const rows = stmt<unknown[], AggregateRow & { b: string; g: string | null }>(
+        `SELECT ${select} FROM requests WHERE ${where} GROUP BY b, g`,
+      ).all(...params);
+      return sortSplit(rows.map((r) => toSplitPoint(r.b, r)));
     },
 
     async listSessions(f, opts) {
