@@ -137,16 +137,30 @@ export async function stopServeProcess(p: ServeProcess): Promise<void> {
 }
 
 /**
- * A port that was free a moment ago. For a server that must know its own address up front (the console's
- * quickstart shows public_url, which port 0 cannot give).
+ * Listening ports are drawn from below Linux's default range for outgoing connections (32768-60999): a port
+ * from that range, free when probed, can be taken by any test's outgoing connection before the server that
+ * asked for it listens (EADDRINUSE). Below it, only another listener could take it.
+ */
+const LISTEN_PORTS = { from: 20_000, to: 32_767 };
+
+/** Whether a port can be listened on now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A port that was free a moment ago, outside the range outgoing connections use. For a server that must know
+ * its own address up front (the console's quickstart shows public_url, which port 0 cannot give).
  */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
+  const span = LISTEN_PORTS.to - LISTEN_PORTS.from + 1;
+  for (let tries = 0; tries < 100; tries++) {
+    const port = LISTEN_PORTS.from + Math.floor(Math.random() * span);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${LISTEN_PORTS.from}-${LISTEN_PORTS.to} after 100 tries`);
 }
