@@ -145,7 +145,7 @@ describe('event timing', () => {
   it.each(['openai', 'anthropic'] as const)(
     'delivers each %s event before upstream sends the next one',
     async (provider) => {
-      const delay = 300;
+      const delay = 400;
       const res = await request(`${h.url}/api/proxy/${provider}${ROUTES[provider].path}`, {
         method: 'POST',
         headers: {
@@ -166,9 +166,11 @@ describe('event timing', () => {
         while (arrivals.length < events) arrivals.push(Date.now());
       }
       expect(arrivals.length).toBeGreaterThanOrEqual(5);
-      // Upstream pauses `delay` ms between events; had keyrelay held any back, two would arrive together.
+      // Upstream pauses `delay` ms between events; had keyrelay held any back, two would arrive together
+      // (within a few ms). The bound leaves room for one event reaching a busy test process late and the
+      // next on time: a loaded CI machine once made such a gap 109 ms of the 300 then paused.
       for (let i = 1; i < arrivals.length; i++) {
-        expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThan(delay / 2);
+        expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThan(delay / 4);
       }
     },
   );
