@@ -758,15 +758,13 @@ export const commands: Record<string, Command> = {
         const secret = await configStore.ensureSecret(FINGERPRINT_SECRET, randomBytes(32).toString('base64'));
         fingerprint = credentialFingerprint(Buffer.from(secret, 'base64'), credential);
       }
-      const before = (await configStore.listProviderKeyLinks()).find(
-        (l) => l.provider === provider && l.api_key_id === apiKeyId,
-      );
-      await configStore.setProviderKeyLink(provider, apiKeyId, fingerprint);
+      const { relinkProviderKey } = await import('../reconcile/index.js');
+      const before = await relinkProviderKey(configStore, provider, apiKeyId, fingerprint);
       // Audited as the console audits it, in the install owner's organization, with no actor (the CLI's).
       const owner = await installOwnerId(configStore);
       if (owner !== null)
         await cliAudit(configStore, owner, 'reconcile.link', `${provider}:${apiKeyId}`, {
-          before: { fingerprint: before?.fingerprint ?? null },
+          before: { fingerprint: before },
           after: { fingerprint },
         });
       print(

@@ -15,6 +15,7 @@ import {
   defaultDay,
   parseDay,
   reconcileDay,
+  relinkProviderKey,
   type BillingProvider,
   type Reconciliation,
 } from '../reconcile/index.js';
@@ -50,15 +51,12 @@ export function registerReconcileRoute(app: FastifyInstance, ctx: ConsoleContext
     apiKeyId: string,
     fingerprint: string | null,
   ) => {
-    const before = (await ctx.configStore.listProviderKeyLinks()).find(
-      (l) => l.provider === provider && l.api_key_id === apiKeyId,
-    );
-    await ctx.configStore.setProviderKeyLink(provider, apiKeyId, fingerprint);
+    const before = await relinkProviderKey(ctx.configStore, provider, apiKeyId, fingerprint);
     await audit(ctx, request, account, {
       orgId: account.id,
       action: 'reconcile.link',
       target: `${provider}:${apiKeyId}`,
-      before: { fingerprint: before?.fingerprint ?? null },
+      before: { fingerprint: before },
       after: { fingerprint },
     });
   };

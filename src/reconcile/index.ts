@@ -176,3 +176,20 @@ export function formatReconciliation(r: Reconciliation): string {
   for (const p of r.not_configured) lines.push('', `${p}: not compared (no admin key in the environment)`);
   return lines.join('\n');
 }
+
+/**
+ * Ties (or, with null, unties) a provider's API key id to a credential fingerprint; returns the fingerprint it
+ * was tied to before (null: none), for the audit entry both the console and the CLI write.
+ */
+export async function relinkProviderKey(
+  store: Pick<ConfigStore, 'listProviderKeyLinks' | 'setProviderKeyLink'>,
+  provider: string,
+  apiKeyId: string,
+  fingerprint: string | null,
+): Promise<string | null> {
+  const before = (await store.listProviderKeyLinks()).find(
+    (l) => l.provider === provider && l.api_key_id === apiKeyId,
+  );
+  await store.setProviderKeyLink(provider, apiKeyId, fingerprint);
+  return before?.fingerprint ?? null;
+}
