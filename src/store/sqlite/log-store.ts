@@ -27,6 +27,7 @@ import {
   idsBefore,
   idsFrom,
   percentileCont,
+  sortedNumbers,
   scanSearchSql,
   searchGroups,
   sortBreakdown,
@@ -390,7 +391,7 @@ export class SqliteLogStore implements LogStore {
        FROM requests WHERE ${where} GROUP BY k`,
     ).all(...params);
     return groups.map(({ latencies, ...s }) => {
-      const sorted = Float64Array.from(latencies.split(','), Number).sort();
+      const sorted = sortedNumbers(latencies);
       return {
         key: s.k,
         numbers: toUsageNumbers(s, percentileCont(sorted, 0.5), percentileCont(sorted, 0.95)),
