@@ -234,9 +234,15 @@ function views(range: { from: string; to: string }): View[] {
     },
     { name: 'end user: requests', path: '/requests', query: { end_user: 'customer-77' } },
     { name: 'end user: by model', path: '/usage/breakdown', query: { ...range, end_user: 'customer-77' } },
-    { name: 'session: requests', path: '/requests', query: { session: 'run-1234' } },
+    { name: 'session: requests', path: '/requests', query: { session: 'run-7' } },
+    { name: 'sessions', path: '/sessions', query: range },
+    { name: 'session: timeline', path: '/sessions/detail', query: { session: 'run-7' } },
+    {
+      name: 'usage split by end user',
+      path: '/usage/series/split',
+      query: { ...range, bucket: 'day', split_by: 'end_user' },
+    },
     { name: 'key: by model', path: '/usage/breakdown', query: { ...range, key_id: 'key-bench-3' } },
-    // A view to come is one line here, e.g. { name: 'sessions', path: '/sessions', query: range }.
     { name: 'pricing gaps (store; `keyrelay prices`)', store: (s, from, to) => s.pricingGaps(from, to) },
   ];
 }
@@ -277,7 +283,7 @@ async function ask(view: View, c: Console, store: LogStore, range: { from: strin
   const ms = performance.now() - started;
   if (res.statusCode !== 200) throw new Error(`${view.name}: ${res.statusCode} ${text.slice(0, 300)}`);
   const body = JSON.parse(text) as Record<string, unknown>;
-  const list = body.items ?? body.rows ?? body.points ?? body.credentials;
+  const list = body.items ?? body.rows ?? body.points ?? body.credentials ?? body.calls;
   const size = Array.isArray(list) ? `${list.length} ${Object.keys(body).find((k) => body[k] === list)}` : '';
   return { ms, size };
 }
