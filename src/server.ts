@@ -31,6 +31,7 @@ import { createRedisTailBus, LocalTailBus, type TailBus } from './log/tail.js';
 import { SpendRollup } from './log/spend-rollup.js';
 import type { RequestLogRow } from './types.js';
 import { startRetention } from './log/retention.js';
+import { startRollupFill } from './log/rollup-fill.js';
 import { ALERT_DEFAULTS, startAlerts, type AlertJob } from './alerts/index.js';
 import { createLogger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -211,6 +212,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const retention = startRetention(logStore, configStore, config, (err) =>
     warn(err, 'retention prune failed'),
   );
+  const rollupFill = startRollupFill(logStore, (err) => warn(err, 'usage rollup fill failed'));
 
   await app.listen({ host: config.host, port: config.port });
   const port = (app.server.address() as AddressInfo).port;
@@ -247,6 +249,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
       // Cut exchanges finish their bookkeeping on later ticks; their rows must be queued before the flush.
       await Promise.allSettled([...active]);
       retention.stop();
+      await rollupFill.stop();
       await alerts.stop();
       await lastUsed.close();
       await limits.close();

@@ -19,6 +19,7 @@ import type { ConfigStore, LogStore } from '../src/store/types.js';
 import { describeConfigStoreContract } from './helpers/config-contract.js';
 import { describeLogStoreContract } from './helpers/log-contract.js';
 import { describeSessionContract } from './helpers/session-contract.js';
+import { describeUsageRollupContract } from './helpers/rollup-contract.js';
 import { createTestDatabase } from './helpers/pg.js';
 
 interface Backend {
@@ -26,7 +27,7 @@ interface Backend {
   /** Prepares an empty database; returns its cleanup. */
   setup(): Promise<() => Promise<void>>;
   openConfig(): ConfigStore;
-  openLog(): LogStore;
+  openLog(opts?: { rollupMinRows?: number }): LogStore;
 }
 
 /** `thread`: the log store the server uses, each call on a worker thread (log-thread.ts). */
@@ -39,10 +40,10 @@ function sqliteBackend(driver: SqliteDriverName, thread = false): Backend {
       return Promise.resolve(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
     },
     openConfig: () => new SqliteConfigStore(join(dir, 'keyrelay.db'), { driver }),
-    openLog: () =>
+    openLog: (opts = {}) =>
       thread
-        ? new SqliteLogThread(join(dir, 'requests.db'), { driver })
-        : new SqliteLogStore(join(dir, 'requests.db'), { driver }),
+        ? new SqliteLogThread(join(dir, 'requests.db'), { driver, ...opts })
+        : new SqliteLogStore(join(dir, 'requests.db'), { driver, ...opts }),
   };
 }
 
@@ -56,7 +57,7 @@ function postgresBackend(): Backend {
       return () => db.drop();
     },
     openConfig: () => new PgConfigStore(url),
-    openLog: () => new PgLogStore(url),
+    openLog: (opts = {}) => new PgLogStore(url, opts),
   };
 }
 
@@ -107,5 +108,14 @@ describe.each(backends)('store contract on $name', (backend) => {
 
   describe('LogStore sessions', () => {
     describeSessionContract({ store: () => logStore });
+  });
+
+  describe('LogStore usage rollup', () => {
+    const open = (rollupMinRows: number) => {
+      const s = backend.openLog({ rollupMinRows });
+      opened.push(s);
+      return s;
+    };
+    describeUsageRollupContract({ rolled: () => open(0), rows: () => open(Infinity) });
   });
 });

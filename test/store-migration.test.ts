@@ -28,6 +28,7 @@ import { buildWhere, SUMMARY_COLUMNS } from '../src/store/log-query.js';
 import type { ConfigStore, LogStore, RequestFilter } from '../src/store/types.js';
 import { insertsBeforeOrgs, makeLogRow } from './helpers/log-rows.js';
 import { createTestDatabase, testPool } from './helpers/pg.js';
+import { expectSameReads, seededRows } from './helpers/rollup-contract.js';
 
 const NOW = '2026-01-02T03:04:05.000Z';
 
@@ -484,9 +485,14 @@ describe('log migration 10 (the provider list is the registry’s) keeps every r
     cleanups.push(() => log.close());
     await log.migrate();
     // requests_key_end_user is log migration 12's, requests_org_id 13's (below), the sort indexes 14's,
-    // requests_org_session 15's (replaced by 18's requests_org_session_page), requests_org_end_user 16's.
+    // requests_org_session 15's (replaced by 18's requests_org_session_page), requests_org_end_user 16's,
+    // the usage rollup's tables 19's.
     const later = [
       'requests',
+      'usage_daily',
+      'usage_daily_account',
+      'usage_daily_state',
+      'sqlite_autoindex_usage_daily_1',
       'batches',
       'requests_key_end_user',
       'requests_org_id',
@@ -992,5 +998,73 @@ describe('config migration 20 keeps every delivery and session; a pending delive
     const store = new PgConfigStore(tdb.url);
     cleanups.push(() => store.close());
     await check(store);
+  });
+});
+
+describe('log migration 19 (daily usage rollup) keeps every read equal while the fill adds the rows before it', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+  const org = 'org-rollup';
+  const rows = seededRows(org, ['a1', 'a2'], 400);
+
+  /** `rolled` and `exact` on the migrated database: the rollup whatever the size, and the rows alone. */
+  async function check(rolled: LogStore, exact: LogStore): Promise<void> {
+    await rolled.migrate();
+    // Nothing of the rows written before is in the rollup yet: every read is the rows'.
+    await expectSameReads(rolled, exact, { org_id: org });
+    let days = 0;
+    while (await rolled.fillUsageRollup()) days++;
+    expect(days).toBe(5);
+    await expectSameReads(rolled, exact, { org_id: org });
+    const f = { org_id: org, from: '2026-05-11T00:00:00.000Z', to: '2026-05-13T00:00:00.000Z' };
+    const approx = await rolled.usageBreakdown(f, 'model');
+    // From the rollup: a bucket's middle, not the rows' exact percentile.
+    expect(approx.map((r) => r.latency_p95_ms)).not.toEqual(
+      (await exact.usageBreakdown(f, 'model')).map((r) => r.latency_p95_ms),
+    );
+  }
+
+  it('on SQLite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keyrelay-migrate-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'requests.db');
+    const db = openSqlite(path);
+    runSqliteMigrations(
+      db,
+      SQLITE_LOG_MIGRATIONS.filter((m) => m.version <= 18),
+    );
+    db.close();
+    const v18 = new SqliteLogStore(path);
+    expect(await v18.insertBatch(rows)).toEqual({ inserted: rows.length, rejected: 0 });
+    await v18.close();
+    const rolled = new SqliteLogStore(path, { rollupMinRows: 0 });
+    const exact = new SqliteLogStore(path, { rollupMinRows: Infinity });
+    cleanups.push(
+      () => rolled.close(),
+      () => exact.close(),
+    );
+    await check(rolled, exact);
+  });
+
+  it('on PostgreSQL', async () => {
+    const tdb = await createTestDatabase();
+    cleanups.push(() => tdb.drop());
+    const pool = testPool(tdb.url, 1);
+    await runPgMigrations(
+      pool,
+      'log',
+      PG_LOG_MIGRATIONS.filter((m) => m.version <= 18),
+    );
+    await pool.end();
+    const rolled = new PgLogStore(tdb.url, { rollupMinRows: 0 });
+    const exact = new PgLogStore(tdb.url, { rollupMinRows: Infinity });
+    cleanups.push(
+      () => rolled.close(),
+      () => exact.close(),
+    );
+    expect(await rolled.insertBatch(rows)).toEqual({ inserted: rows.length, rejected: 0 });
+    await check(rolled, exact);
   });
 });

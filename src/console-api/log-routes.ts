@@ -16,7 +16,6 @@ import {
   type BreakdownBy,
   type RequestFilter,
   type RequestSort,
-  type UsageBreakdownRow,
 } from '../store/types.js';
 import type { ConsoleContext } from './context.js';
 import { requireMember, visibleScope } from './org-context.js';
@@ -122,20 +121,6 @@ const splitQuery = seriesQuery
     rank: z.enum(['requests', 'cost', 'tokens']).default('cost'),
   })
   .strict();
-
-type Rank = 'requests' | 'cost' | 'tokens';
-const RANKED: Record<Rank, (r: UsageBreakdownRow) => number> = {
-  requests: (r) => r.requests,
-  cost: (r) => r.cost_usd,
-  tokens: (r) => r.input_tokens + r.output_tokens,
-};
-
-/** The first `limit` groups by `rank` (ties keep the store's order: most requests, then by group). */
-function topGroups(rows: UsageBreakdownRow[], rank: Rank, limit: number) {
-  const value = RANKED[rank];
-  const ranked = rank === 'requests' ? rows : [...rows].sort((a, b) => value(b) - value(a));
-  return { rows: ranked.slice(0, limit), total_groups: rows.length };
-}
 
 type Common = {
   key_id?: string;
@@ -280,7 +265,7 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
     if ((Date.parse(filter.to) - Date.parse(filter.from)) / BUCKET_MS[q.bucket] > MAX_BUCKETS) {
       throw consoleError('range_too_large', `Too many ${q.bucket} buckets; pick a coarser bucket.`);
     }
-    const ranked = topGroups(await ctx.logStore.usageBreakdown(filter, q.split_by), q.rank, q.top);
+    const ranked = await ctx.logStore.usageTop(filter, q.split_by, q.rank, q.top);
     const names = ranked.rows.map((r) => r.group);
     const points = await ctx.logStore.usageSeriesSplit(filter, q.bucket, q.split_by, names);
     return { groups: ranked.rows, total_groups: ranked.total_groups, points };
@@ -289,7 +274,6 @@ export function registerLogRoutes(app: FastifyInstance, ctx: ConsoleContext): vo
   app.get('/usage/breakdown', async (request, reply) => {
     const caller = await requireMember(ctx, request, reply, undefined, 'usage');
     const q = parseInput(breakdownQuery, request.query);
-    const rows = await ctx.logStore.usageBreakdown(await usageFilter(ctx, caller, q), q.by);
-    return topGroups(rows, q.rank, q.limit);
+    return ctx.logStore.usageTop(await usageFilter(ctx, caller, q), q.by, q.rank, q.limit);
   });
 }

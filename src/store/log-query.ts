@@ -7,6 +7,7 @@ import type { RequestLogRow } from '../types.js';
 import { domainError } from '../errors.js';
 import type {
   BreakdownBy,
+  BreakdownRank,
   LoggedCostRow,
   RequestFilter,
   RequestScope,
@@ -381,6 +382,27 @@ export function percentileCont(sorted: ArrayLike<number>, p: number): number | n
   const a = sorted[lo]!;
   const b = sorted[hi]!;
   return lo === hi ? a : a + (b - a) * (pos - lo);
+}
+
+/** Each rank's value of a breakdown's group (LogStore.usageTop). */
+export const RANK_VALUE: Record<
+  BreakdownRank,
+  (r: Pick<UsagePoint, 'requests' | 'cost_usd' | 'input_tokens' | 'output_tokens'>) => number
+> = {
+  requests: (r) => r.requests,
+  cost: (r) => r.cost_usd,
+  tokens: (r) => r.input_tokens + r.output_tokens,
+};
+
+/** The first `limit` of breakdown rows (in sortBreakdown's order) by `rank`; ties keep that order. */
+export function topGroups(
+  rows: UsageBreakdownRow[],
+  rank: BreakdownRank,
+  limit: number,
+): { rows: UsageBreakdownRow[]; total_groups: number } {
+  const value = RANK_VALUE[rank];
+  const ranked = rank === 'requests' ? rows : [...rows].sort((a, b) => value(b) - value(a));
+  return { rows: ranked.slice(0, limit), total_groups: rows.length };
 }
 
 /** Breakdown rows in one deterministic order on both backends: most requests first, then by group. */

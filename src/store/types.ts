@@ -557,6 +557,9 @@ export const BREAKDOWN_COLUMNS = [
   'credential_fingerprint',
 ] as const;
 
+/** What a breakdown's top groups are ranked by (LogStore.usageTop). */
+export type BreakdownRank = 'requests' | 'cost' | 'tokens';
+
 /** What a usage breakdown groups by: a column, or one custom property's value. */
 export type BreakdownBy = (typeof BREAKDOWN_COLUMNS)[number] | { property: string };
 
@@ -636,6 +639,17 @@ export interface LogStore extends BatchStore {
   usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]>;
   usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]>;
   /**
+   * The first `limit` groups of usageBreakdown by `rank` (ties in its order: most requests, then by group),
+   * and how many groups there are: ranked where the rows are read, so only those cross to the caller (and
+   * from the usage rollup, only their percentiles are computed).
+   */
+  usageTop(
+    f: RequestFilter,
+    by: BreakdownBy,
+    rank: BreakdownRank,
+    limit: number,
+  ): Promise<{ rows: UsageBreakdownRow[]; total_groups: number }>;
+  /**
    * The series split by a column: each bucket's sums for each of `groups` (rows without the value count as
    * '') and one null group for every other value. No percentiles: a split chart shows sums.
    */
@@ -689,4 +703,9 @@ export interface LogStore extends BatchStore {
    * restart still knows what a key spent. One entry per key and hour in a call; added to what is there.
    */
   addSpend(entries: readonly SpendEntry[]): Promise<void>;
+  /**
+   * Adds the newest day of rows the usage rollup does not hold yet (rows logged before it existed, or what
+   * retention left of a day); false when none is left. Run in the background after start until it is.
+   */
+  fillUsageRollup(): Promise<boolean>;
 }

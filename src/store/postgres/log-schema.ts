@@ -1,5 +1,6 @@
 import type { LogColumn } from '../log-query.js';
 import type { PgMigration } from './db.js';
+import { usageRollupMigrationSql } from './usage-rollup.js';
 
 /**
  * One plain table rather than monthly partitions: partitioning would force the primary key to include
@@ -255,6 +256,14 @@ export const LOG_MIGRATIONS: readonly PgMigration[] = [
         WHERE session IS NOT NULL;
       DROP INDEX requests_org_session;
     `,
+  },
+  {
+    version: 19,
+    name: 'daily usage rollup',
+    // A month's series or breakdown read 1,000,000 rows (1.6-1.7 s); the rollup holds a few thousand rows a
+    // month instead (../usage-rollup.ts). Created empty: rows already logged are added after start, a day at a
+    // time (LogStore.fillUsageRollup), so an upgrade never waits on them.
+    sql: usageRollupMigrationSql(),
   },
 ];
 

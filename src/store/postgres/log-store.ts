@@ -6,7 +6,6 @@ import type pg from 'pg';
 import type { RequestLogRow } from '../../types.js';
 import { domainError } from '../../errors.js';
 import {
-  AGGREGATE_SQL,
   LOGGED_COST_SQL,
   toLoggedCost,
   BOOL_COLUMNS,
@@ -15,7 +14,6 @@ import {
   JSON_COLUMNS,
   NULLABLE_JSON_COLUMNS,
   LOG_COLUMNS,
-  groupSql,
   SUMMARY_COLUMNS,
   buildWhere,
   NEWEST_FIRST,
@@ -28,12 +26,8 @@ import {
   encodeCursor,
   idsBefore,
   idsFrom,
-  sortBreakdown,
   spendBefore,
   NANOS_PER_USD,
-  toUsageNumbers,
-  type AggregateRow,
-  type WhereDialect,
   scopeWhere,
 } from '../log-query.js';
 import { PROVIDER_NAME } from '../../providers/ids.js';
@@ -42,7 +36,6 @@ import {
   LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
-  type BreakdownBy,
   type InsertResult,
   type LogStore,
   type Page,
@@ -53,14 +46,14 @@ import {
   type RequestSort,
   type RequestSummary,
   type SpendEntry,
-  type UsageBreakdownRow,
-  type UsagePoint,
 } from '../types.js';
 import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
 import { dialect } from './log-dialect.js';
 import { pgSessionReads } from './sessions.js';
+import { fillOneDay, pgUsageReads, pruneRollup } from './usage-rollup.js';
+import { ROLLUP_MIN_ROWS } from '../usage-rollup.js';
 import { applyPgLogSearch, hasSearchColumn } from './log-search.js';
 import type { BatchStore } from '../batch-types.js';
 
@@ -68,8 +61,6 @@ type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
 
 const PRUNE_CHUNK = 10_000;
-/** A property's value in a row (null when it has none), the name given as a placeholder. */
-const PROPERTY_VALUE = (name: string) => `properties ->> (${name}::text)`;
 const INSERT_SQL = `INSERT INTO requests (${LOG_COLUMNS.join(', ')})
   SELECT * FROM unnest(${LOG_COLUMNS.map((c, i) => `$${i + 1}::${PG_COLUMN_TYPES[c]}[]`).join(', ')})
   ON CONFLICT (id) DO NOTHING`;
@@ -146,6 +137,8 @@ export interface PgLogStoreOptions {
   searchScanRows?: number;
   /** Told when migrate() drops, rebuilds or keeps an older index (a rebuild delays the start). */
   onSearchIndex?: (msg: string) => void;
+  /** Ranges with fewer rows are summed from the rows rather than the usage rollup (ROLLUP_MIN_ROWS). */
+  rollupMinRows?: number;
 }
 
 export class PgLogStore implements LogStore {
@@ -169,11 +162,18 @@ export class PgLogStore implements LogStore {
     this.claimBatchResults = batches.claimBatchResults;
     this.listBatches = batches.listBatches;
     const sessions = pgSessionReads(pool, (r) => decodeRow<RequestSummary>(r));
-    this.usageSeriesSplit = sessions.usageSeriesSplit;
     this.listSessions = sessions.listSessions;
     this.sessionCalls = sessions.sessionCalls;
+    const usage = pgUsageReads(pool, sessions.usageSeriesSplit, opts.rollupMinRows ?? ROLLUP_MIN_ROWS);
+    this.usageSeries = usage.usageSeries;
+    this.usageBreakdown = usage.usageBreakdown;
+    this.usageTop = usage.usageTop;
+    this.usageSeriesSplit = usage.usageSeriesSplit;
   }
 
+  readonly usageSeries: LogStore['usageSeries'];
+  readonly usageBreakdown: LogStore['usageBreakdown'];
+  readonly usageTop: LogStore['usageTop'];
   readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
   readonly listSessions: LogStore['listSessions'];
   readonly sessionCalls: LogStore['sessionCalls'];
@@ -337,31 +337,9 @@ export class PgLogStore implements LogStore {
     return rows.map((r) => decodeRow<RequestSummary>(r));
   }
 
-  async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
-    const rows = await this.aggregate(f, `date_trunc('${bucket}', created_at, 'UTC')`);
-    return rows.map((r) => ({ bucket: isoOrNull(r.k)!, ...r.numbers }));
-  }
-
-  async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
-    const rows = await this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE));
-    return sortBreakdown(rows.map((r) => ({ group: String(r.k), ...r.numbers })));
-  }
-
-  private async aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {
-    const params: unknown[] = [];
-    const d = dialect(params);
-    const keySql = typeof key === 'string' ? key : key(d);
-    const where = buildWhere(f, d);
-    const { rows } = await this.pool.query<
-      AggregateRow & { k: unknown; p50: number | null; p95: number | null }
-    >(
-      `SELECT ${keySql} AS k, ${AGGREGATE_SQL},
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
-         percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95
-       FROM requests WHERE ${where} GROUP BY 1 ORDER BY 1`,
-      params,
-    );
-    return rows.map((r) => ({ k: r.k, numbers: toUsageNumbers(r, r.p50, r.p95) }));
+  /** Adds the newest day the usage rollup lacks (LogStore.fillUsageRollup). */
+  fillUsageRollup(): Promise<boolean> {
+    return fillOneDay(this.pool);
   }
 
   async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
@@ -388,6 +366,8 @@ export class PgLogStore implements LogStore {
   }
 
   async prune(before: string, bodies: readonly BodyCutoff[] = []): Promise<{ deleted: number }> {
+    // The rollup first: a read meanwhile takes the days losing rows from the rows, never from stale sums.
+    await pruneRollup(this.pool, before);
     // Bounded chunks, each its own transaction: short locks, and WAL/vacuum work spread out.
     let deleted = 0;
     let n: number;

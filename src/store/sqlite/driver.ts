@@ -34,6 +34,8 @@ export interface Connection {
   readonly open: boolean;
   exec(sql: string): void;
   prepare<P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R>;
+  /** Adds a deterministic SQL function of this connection, written in JS. */
+  function(name: string, fn: (...args: SqlValue[]) => SqlValue): void;
   /**
    * Runs fn in a transaction (BEGIN IMMEDIATE takes the write lock first), or in a savepoint when one is
    * already open: a throw rolls back only its own part. fn must be synchronous.
@@ -41,6 +43,9 @@ export interface Connection {
   transaction<T>(fn: () => T, opts?: { immediate?: boolean }): T;
   close(): void;
 }
+
+/** A value SQL hands a JS function, and takes back. */
+export type SqlValue = string | number | bigint | null | Uint8Array;
 
 export interface OpenOptions {
   readonly?: boolean;
@@ -78,6 +83,7 @@ interface NodeStatementSync {
 interface NodeDatabaseSync {
   exec(sql: string): void;
   prepare(sql: string): NodeStatementSync;
+  function(name: string, options: { deterministic: boolean }, fn: (...args: SqlValue[]) => SqlValue): void;
   close(): void;
 }
 interface NodeSqliteModule {
@@ -196,6 +202,7 @@ function openNodeSqlite(path: string, opts: OpenOptions): RawConnection {
       return open;
     },
     exec: (sql) => call(() => db.exec(sql)),
+    function: (name, fn) => call(() => db.function(name, { deterministic: true }, fn)),
     prepare<P extends unknown[], R>(sql: string): Statement<P, R> {
       const s = call(() => db.prepare(sql));
       return {
@@ -235,6 +242,7 @@ function openBetterSqlite(path: string, opts: OpenOptions): RawConnection {
       return db.open;
     },
     exec: (sql) => void db.exec(sql),
+    function: (name, fn) => void db.function(name, { deterministic: true }, fn),
     prepare: <P extends unknown[], R>(sql: string) => db.prepare<P, R>(sql) as unknown as Statement<P, R>,
     close() {
       if (db.open) db.close();
@@ -258,6 +266,7 @@ function withTransactions(raw: RawConnection): Connection {
       return raw.open;
     },
     exec: raw.exec,
+    function: raw.function,
     prepare: raw.prepare,
     close: raw.close,
     transaction<T>(fn: () => T, opts: { immediate?: boolean } = {}): T {

@@ -1,3 +1,4 @@
+import { createUsageRollup } from './usage-rollup.js';
 import { rebuildTable, type Migration } from './db.js';
 
 /** STRICT + CHECKs make a malformed row fail on its own, so insertBatch can skip it and keep the rest. */
@@ -290,6 +291,14 @@ export const LOG_MIGRATIONS: readonly Migration[] = [
         WHERE session IS NOT NULL;
       DROP INDEX requests_org_session;
     `,
+  },
+  {
+    version: 19,
+    name: 'daily usage rollup',
+    // A month's series or breakdown read 1,000,000 rows (1.3-1.5 s); the rollup holds a few thousand rows a
+    // month instead (../usage-rollup.ts). Created empty: rows already logged are added after start, a day at a
+    // time (LogStore.fillUsageRollup), so an upgrade never waits on them.
+    apply: createUsageRollup,
   },
 ];
 

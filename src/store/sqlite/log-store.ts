@@ -6,7 +6,6 @@
 import type { RequestLogRow } from '../../types.js';
 import { domainError } from '../../errors.js';
 import {
-  AGGREGATE_SQL,
   LOGGED_COST_SQL,
   toLoggedCost,
   BOOL_COLUMNS,
@@ -15,7 +14,6 @@ import {
   JSON_COLUMNS,
   NULLABLE_JSON_COLUMNS,
   LOG_COLUMNS,
-  groupSql,
   SUMMARY_COLUMNS,
   buildWhere,
   NEWEST_FIRST,
@@ -26,15 +24,10 @@ import {
   encodeCursor,
   idsBefore,
   idsFrom,
-  percentileCont,
-  sortedNumbers,
   scanSearchSql,
   searchGroups,
-  sortBreakdown,
   NANOS_PER_USD,
   spendBefore,
-  toUsageNumbers,
-  type AggregateRow,
   scopeWhere,
   type WhereDialect,
 } from '../log-query.js';
@@ -44,7 +37,6 @@ import {
   LOGGED_COST_GROUPS,
   PRICING_GAP_GROUPS,
   type BodyCutoff,
-  type BreakdownBy,
   type InsertResult,
   type LogStore,
   type Page,
@@ -55,8 +47,6 @@ import {
   type SpendEntry,
   type RequestSort,
   type RequestSummary,
-  type UsageBreakdownRow,
-  type UsagePoint,
 } from '../types.js';
 import { createStatementCache, openSqlite, runSqliteMigrations, type Db, type StatementCache } from './db.js';
 import type { OpenOptions } from './driver.js';
@@ -71,6 +61,14 @@ import {
 } from './log-search.js';
 import { sqliteBatchStore } from './batches.js';
 import { sqliteSessionReads } from './sessions.js';
+import {
+  addInsertedRows,
+  fillOneDay,
+  pruneRollup,
+  registerRollupFunctions,
+  sqliteUsageReads,
+} from './usage-rollup.js';
+import { ROLLUP_MIN_ROWS } from '../usage-rollup.js';
 import type { BatchStore } from '../batch-types.js';
 
 type Value = string | number | null;
@@ -159,6 +157,8 @@ export interface SqliteLogStoreOptions extends OpenOptions {
   searchScanRows?: number;
   /** Told when migrate() drops or rebuilds the index (a rebuild delays the start: the log says why). */
   onSearchIndex?: (msg: string) => void;
+  /** Ranges with fewer rows are summed from the rows rather than the usage rollup (ROLLUP_MIN_ROWS). */
+  rollupMinRows?: number;
   /**
    * This connection only inserts rows encodeRows checked (the log writer's): SQLite skips the table's
    * CHECKs, which encoding already guarantees. They cost ~2.3 of ~13 µs a row with small bodies and ~3.3
@@ -167,10 +167,6 @@ export interface SqliteLogStoreOptions extends OpenOptions {
    */
   trustEncoded?: boolean;
 }
-
-/** A property's value in a row (null when it has none), the name given as a placeholder. */
-const PROPERTY_VALUE = (name: string) =>
-  `(SELECT value FROM json_each(requests.properties) WHERE key = ${name})`;
 
 export class SqliteLogStore implements LogStore {
   private readonly db: Db;
@@ -189,17 +185,31 @@ export class SqliteLogStore implements LogStore {
     };
     this.scanRows = Math.max(1, Math.floor(opts.searchScanRows ?? DEFAULT_SEARCH_SCAN_ROWS));
     this.stmt = createStatementCache(this.db);
+    registerRollupFunctions(this.db);
     const batches = sqliteBatchStore(this.stmt);
     this.upsertBatch = batches.upsertBatch;
     this.batchByOutputFile = batches.batchByOutputFile;
     this.claimBatchResults = batches.claimBatchResults;
     this.listBatches = batches.listBatches;
     const sessions = sqliteSessionReads(this.stmt, (params) => this.dialect(params), decodeRow, BUCKET_SQL);
-    this.usageSeriesSplit = sessions.usageSeriesSplit;
     this.listSessions = sessions.listSessions;
     this.sessionCalls = sessions.sessionCalls;
+    const usage = sqliteUsageReads(
+      this.stmt,
+      (params) => this.dialect(params),
+      sessions.usageSeriesSplit,
+      BUCKET_SQL,
+      opts.rollupMinRows ?? ROLLUP_MIN_ROWS,
+    );
+    this.usageSeries = usage.usageSeries;
+    this.usageBreakdown = usage.usageBreakdown;
+    this.usageTop = usage.usageTop;
+    this.usageSeriesSplit = usage.usageSeriesSplit;
   }
 
+  readonly usageSeries: LogStore['usageSeries'];
+  readonly usageBreakdown: LogStore['usageBreakdown'];
+  readonly usageTop: LogStore['usageTop'];
   readonly usageSeriesSplit: LogStore['usageSeriesSplit'];
   readonly listSessions: LogStore['listSessions'];
   readonly sessionCalls: LogStore['sessionCalls'];
@@ -235,23 +245,31 @@ export class SqliteLogStore implements LogStore {
       `INSERT INTO requests (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})
        ON CONFLICT(id) DO NOTHING`,
     );
+    // The rows this batch wrote (a repeated id is left as it was): what the usage rollup adds.
+    const written: EncodedRow[] = [];
+    const write = (p: EncodedRow) => {
+      const n = insert.run(...p).changes;
+      if (n > 0) written.push(p);
+      return n;
+    };
     try {
       const inserted = this.db.transaction(
-        () => this.indexing(() => encoded.reduce((n, p) => n + insert.run(...p).changes, 0)),
+        () => this.withNewRows(written, () => encoded.reduce((n, p) => n + write(p), 0)),
         { immediate: true },
       );
       return { inserted, rejected };
     } catch (err) {
       if (!isRowError(err)) throw err;
+      written.length = 0;
     }
     // One poison row must not sink the batch: redo it row by row, each under a savepoint, skipping failures.
     let inserted = 0;
     this.db.transaction(
       () =>
-        this.indexing(() => {
+        this.withNewRows(written, () => {
           for (const p of encoded) {
             try {
-              inserted += this.db.transaction(() => insert.run(...p).changes);
+              inserted += this.db.transaction(() => write(p));
             } catch (err) {
               if (!isRowError(err)) throw err;
               rejected++;
@@ -264,17 +282,18 @@ export class SqliteLogStore implements LogStore {
   }
 
   /**
-   * Runs the inserts, then adds the rows they wrote to the full-text index, if the file has one, in one
-   * statement (log-search.ts: ~3 µs a row, where an insert trigger cost ~20). Inside the caller's
-   * transaction, so a row and its index entry commit together. That transaction is IMMEDIATE: it holds the
-   * write lock from its start, so every rowid above the one read first is a row written here (and a
-   * concurrent prune makes it wait, not fail on a stale snapshot).
+   * Runs the inserts, then adds the rows they wrote to the usage rollup (`written`, which they fill) and, if
+   * the file has one, to the full-text index in one statement (log-search.ts: ~3 µs a row, where an insert
+   * trigger cost ~20). Inside the caller's transaction, so a row, its rollup sums and its index entry commit
+   * together. That transaction is IMMEDIATE: it holds the write lock from its start, so every rowid above the
+   * one read first is a row written here (and a concurrent prune makes it wait, not fail on a stale snapshot).
    */
-  private indexing<T>(insertRows: () => T): T {
-    if (this.stmt<[], { n: number }>(HAS_SEARCH_INDEX_SQL).get()!.n === 0) return insertRows();
+  private withNewRows<T>(written: readonly EncodedRow[], insertRows: () => T): T {
     const before = this.stmt<[], { m: number }>('SELECT COALESCE(MAX(rowid), 0) AS m FROM requests').get()!.m;
     const result = insertRows();
-    this.stmt<[number]>(INDEX_NEW_ROWS_SQL).run(before);
+    addInsertedRows(this.stmt, written);
+    if (this.stmt<[], { n: number }>(HAS_SEARCH_INDEX_SQL).get()!.n > 0)
+      this.stmt<[number]>(INDEX_NEW_ROWS_SQL).run(before);
     return result;
   }
 
@@ -357,46 +376,9 @@ export class SqliteLogStore implements LogStore {
     return rows.map((r) => decodeRow<RequestSummary>(r));
   }
 
-  async usageSeries(f: RequestFilter, bucket: 'minute' | 'hour' | 'day'): Promise<UsagePoint[]> {
-    const groups = this.aggregate(f, BUCKET_SQL[bucket]);
-    return groups
-      .map(({ key, numbers }) => ({ bucket: key, ...numbers }))
-      .sort((a, b) => (a.bucket < b.bucket ? -1 : 1));
-  }
-
-  async usageBreakdown(f: RequestFilter, by: BreakdownBy): Promise<UsageBreakdownRow[]> {
-    return sortBreakdown(
-      this.aggregate(f, (d) => groupSql(by, (v) => d.bind(v), PROPERTY_VALUE)).map(({ key, numbers }) => ({
-        group: key,
-        ...numbers,
-      })),
-    );
-  }
-
-  /**
-   * Sums in SQL; percentiles in JS over each group's latencies (SQLite has no percentile_cont), which the same
-   * statement hands over as one text per group. 17 significant digits read back as the same double; a
-   * REAL's own text does not everywhere (node:sqlite's SQLite 3.51 on Node 22 writes 1/3 with 15). Reading
-   * the rows a second time for the latencies cost as much again: 2.3 → 1.3 s for a month by day over
-   * 1,000,000 rows.
-   */
-  private aggregate(f: RequestFilter, key: string | ((d: WhereDialect) => string)) {
-    const params: (string | number)[] = [];
-    const d = this.dialect(params);
-    // Placeholders are positional: the select list's come first.
-    const keySql = typeof key === 'string' ? key : key(d);
-    const where = buildWhere(f, d);
-    const groups = this.stmt<unknown[], AggregateRow & { k: string; latencies: string }>(
-      `SELECT ${keySql} AS k, ${AGGREGATE_SQL}, group_concat(printf('%!.17g', latency_ms)) AS latencies
-       FROM requests WHERE ${where} GROUP BY k`,
-    ).all(...params);
-    return groups.map(({ latencies, ...s }) => {
-      const sorted = sortedNumbers(latencies);
-      return {
-        key: s.k,
-        numbers: toUsageNumbers(s, percentileCont(sorted, 0.5), percentileCont(sorted, 0.95)),
-      };
-    });
+  /** Adds the newest day the usage rollup lacks (LogStore.fillUsageRollup). */
+  async fillUsageRollup(): Promise<boolean> {
+    return fillOneDay(this.db, this.stmt);
   }
 
   async pricingGaps(from: string, to: string): Promise<PricingGapRow[]> {
@@ -422,6 +404,8 @@ export class SqliteLogStore implements LogStore {
   }
 
   async prune(before: string, bodies: readonly BodyCutoff[] = []): Promise<{ deleted: number }> {
+    // The rollup first: a read meanwhile takes the days losing rows from the rows, never from stale sums.
+    pruneRollup(this.db, this.stmt, before);
     // Small chunks, each its own transaction, so the log writer is never blocked for long. Oldest first,
     // along the primary key: ids start with their time (log-query.ts, ID_TIME_SLACK_MS).
     const del = this.stmt<[string, string, number]>(

@@ -8,6 +8,7 @@
 import type {
   BodyCutoff,
   BreakdownBy,
+  BreakdownRank,
   InsertResult,
   LogStore,
   Page,
@@ -129,6 +130,17 @@ export class SqliteLogThread implements LogStore {
   }
   addSpend(entries: readonly SpendEntry[]): Promise<void> {
     return this.call('addSpend', entries);
+  }
+  usageTop(
+    f: RequestFilter,
+    by: BreakdownBy,
+    rank: BreakdownRank,
+    limit: number,
+  ): Promise<{ rows: UsageBreakdownRow[]; total_groups: number }> {
+    return this.call('usageTop', f, by, rank, limit);
+  }
+  fillUsageRollup(): Promise<boolean> {
+    return this.call('fillUsageRollup');
   }
   upsertBatch: BatchStore['upsertBatch'] = (b) => this.call('upsertBatch', b);
   batchByOutputFile: BatchStore['batchByOutputFile'] = (accountId, provider, fileId) =>

@@ -1,0 +1,582 @@
+/**
+ * The daily usage rollup both log stores keep beside the request rows (table usage_daily): for each UTC day,
+ * organization and account, the sums a usage series, breakdown or split shows and a histogram of latencies,
+ * once per dimension a row is counted under:
+ *   - per key (`total`), and per key and model, provider or credential fingerprint: the usage page's charts,
+ *     which a key filter narrows;
+ *   - per end user, session and custom property value, all keys together: those run to thousands a day, and
+ *     a copy per key would make the rollup as large as the log.
+ * A month's view then reads a few thousand rollup rows instead of a million requests.
+ *
+ * The rollup holds every row of the days from `covered_day` on (usage_daily_state): a row is added in the
+ * transaction that inserts it (PostgreSQL: a statement trigger, so any writer's rows count), from that day on.
+ * Days before it are read from the rows until a background fill (LogStore.fillUsageRollup) adds them one at a
+ * time, newest first, lowering covered_day in the same transaction; retention raises it past the day it cuts
+ * into and drops the rollup's days before. A range's whole covered days come from the rollup, the rest (the
+ * partial days at its edges, uncovered days) from the rows, merged.
+ *
+ * Sums are exact. Percentiles from the rollup come from the histogram: each latency is taken as its bucket's
+ * middle, within 2 % of the exact value; a range with fewer than ROLLUP_MIN_ROWS rows is read from the rows,
+ * with exact percentiles, as it costs little.
+ */
+import { domainError } from '../errors.js';
+import { AGGREGATE_SQL, RANK_VALUE, type AggregateRow } from './log-query.js';
+import type {
+  BreakdownBy,
+  BreakdownRank,
+  RequestFilter,
+  SplitBy,
+  UsageBreakdownRow,
+  UsagePoint,
+  UsageSplitPoint,
+} from './types.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Below this many rows in a range, series and breakdowns are computed from the rows, with exact
+ * percentiles: reading that many costs a few tens of milliseconds on either store.
+ */
+export const ROLLUP_MIN_ROWS = 20_000;
+
+/** covered_day when the rollup holds every row (a log created with it, or fully filled). */
+export const ROLLUP_COVERS_ALL = '1970-01-01';
+
+/**
+ * Latency buckets are 4 % wide on a log scale: a bucket's middle is within 2 % of any latency in it, and a
+ * busy rollup row's histogram holds ~100 buckets (200 ms to 10 s), which a month's read merges by the
+ * thousand.
+ */
+const LN_GROWTH = Math.log(1.04);
+/** The bucket of a latency of 0: below any a positive latency falls in. */
+const ZERO_BUCKET = -100_000;
+
+/** A row's latency bucket in SQL, the same on both stores (SQLite's math functions, PostgreSQL's ln). */
+export const LATENCY_BUCKET_SQL = `CASE WHEN latency_ms > 0
+  THEN CAST(floor(ln(latency_ms) / ${LN_GROWTH}) AS INTEGER) ELSE ${ZERO_BUCKET} END`;
+
+/** A latency's bucket in JS, as LATENCY_BUCKET_SQL computes it. */
+export function latencyBucket(ms: number): number {
+  return ms > 0 ? Math.floor(Math.log(ms) / LN_GROWTH) : ZERO_BUCKET;
+}
+
+function bucketValue(b: number): number {
+  return b === ZERO_BUCKET ? 0 : Math.exp((b + 0.5) * LN_GROWTH);
+}
+
+/** Bucket → count. Stored as text: `bucket:count` pairs joined by commas (a read's may repeat a bucket). */
+export type Histogram = Map<number, number>;
+
+/** Adds a histogram's text to `h`, each count times `sign`. Read character by character: a month's read parses ~1 MB. */
+export function addHistogramText(h: Histogram, text: string | null | undefined, sign = 1): void {
+  if (!text) return;
+  let bucket = 0;
+  let n = 0;
+  let negative = false;
+  let inCount = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 44;
+    if (c === 44 /* , */) {
+      const b = negative ? -bucket : bucket;
+      h.set(b, (h.get(b) ?? 0) + sign * n);
+      bucket = 0;
+      n = 0;
+      negative = false;
+      inCount = false;
+    } else if (c === 58 /* : */) inCount = true;
+    else if (c === 45 /* - */) negative = true;
+    else if (inCount) n = n * 10 + (c - 48);
+    else bucket = bucket * 10 + (c - 48);
+  }
+}
+
+export function histogramText(h: Histogram): string {
+  return [...h.entries()]
+    .filter(([, n]) => n !== 0)
+    .sort((a, b) => a[0] - b[0])
+    .map(([b, n]) => `${b}:${n}`)
+    .join(',');
+}
+
+/** Two histogram texts as one, each bucket once: SQLite's usage_latency_merge (PostgreSQL has its own in SQL). */
+export function mergeHistogramTexts(a: string | null, b: string | null): string {
+  const h: Histogram = new Map();
+  addHistogramText(h, a);
+  addHistogramText(h, b);
+  return histogramText(h);
+}
+
+/**
+ * percentile_cont at each of `ps` over the histogram, each latency taken as its bucket's middle. One sort for
+ * all of them: a month's breakdown by session computes them for tens of thousands of groups.
+ */
+export function histogramPercentiles(h: Histogram, ps: readonly number[]): Array<number | null> {
+  const buckets: number[] = [];
+  for (const [b, n] of h) if (n > 0) buckets.push(b);
+  if (buckets.length === 0) return ps.map(() => null);
+  buckets.sort((x, y) => x - y);
+  const below: number[] = [];
+  let total = 0;
+  for (const b of buckets) below.push((total += h.get(b)!));
+  const at = (rank: number): number => {
+    let i = 0;
+    while (below[i]! <= rank) i++;
+    return bucketValue(buckets[i]!);
+  };
+  return ps.map((p) => {
+    const pos = p * (total - 1);
+    const lo = Math.floor(pos);
+    const a = at(lo);
+    return lo === pos ? a : a + (at(Math.ceil(pos)) - a) * (pos - lo);
+  });
+}
+
+/** The rollup's sums, named as AGGREGATE_SQL names them. */
+export const ROLLUP_SUMS = [
+  'requests',
+  'errors',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cost_usd',
+  'unknown_cost_requests',
+  'partial_cost_requests',
+] as const;
+
+/** The rollup's key, in its primary key's order: an organization's dimension is a range of days. */
+export const ROLLUP_KEY = ['org_id', 'dim', 'day', 'account_id', 'key_id', 'value'] as const;
+
+/** Each dimension a row is counted under, with its value; keyed ones keep the key, the rest have key_id ''. */
+const KEYED_DIMS: Record<string, string> = {
+  total: "''",
+  model: "COALESCE(model, '')",
+  provider: 'provider',
+  credential_fingerprint: "COALESCE(credential_fingerprint, '')",
+};
+const SHARED_DIMS: Record<string, string> = {
+  end_user: "COALESCE(end_user, '')",
+  session: "COALESCE(session, '')",
+};
+/** A custom property's dimension: its name after this prefix. */
+export const PROPERTY_DIM = 'p:';
+
+export interface RollupDialect {
+  /** A request's UTC day, 'YYYY-MM-DD', from its created_at. */
+  day: string;
+  /** A FROM item of a source row's properties as (key, value) text, the row being `src`. */
+  properties: string;
+  /** An aggregate joining texts with commas. */
+  concat: (expr: string) => string;
+  /** Two histogram texts merged (ON CONFLICT's update). */
+  merge: (a: string, b: string) => string;
+}
+
+/**
+ * The statement that adds the rows of `source` matching `where` to the rollup: each row under each of its
+ * dimensions, grouped first by rollup row and latency bucket, then by rollup row with its histogram. In key
+ * order, so two writers adding to the same rollup rows lock them in the same order and never deadlock.
+ */
+export function rollupAddSql(d: RollupDialect, source: string, where: string): string {
+  const measures =
+    'lb, status, outcome, input_tokens, output_tokens, cache_read_tokens, cost_usd, price_source';
+  const branch = (dim: string, keyId: string, value: string, from = 'src') =>
+    `SELECT org_id, account_id, day, '${dim}' AS dim, ${keyId} AS key_id, ${value} AS value, ${measures} FROM ${from}`;
+  const branches = [
+    ...Object.entries(KEYED_DIMS).map(([dim, value]) => branch(dim, 'key_id', value)),
+    ...Object.entries(SHARED_DIMS).map(([dim, value]) => branch(dim, "''", value)),
+    `SELECT src.org_id, src.account_id, src.day, '${PROPERTY_DIM}' || p.key AS dim, '' AS key_id,
+       COALESCE(CAST(p.value AS TEXT), '') AS value, ${measures
+         .split(', ')
+         .map((c) => `src.${c}`)
+         .join(', ')}
+     FROM src, ${d.properties} AS p`,
+  ];
+  const key = ROLLUP_KEY.join(', ');
+  return `WITH src AS MATERIALIZED (
+      SELECT COALESCE(org_id, '') AS org_id, account_id, key_id, ${d.day} AS day, ${LATENCY_BUCKET_SQL} AS lb,
+        model, provider, credential_fingerprint, end_user, session, properties, status, outcome,
+        input_tokens, output_tokens, cache_read_tokens, cost_usd, price_source
+      FROM ${source} WHERE ${where}
+    ), exploded AS (${branches.join('\n UNION ALL ')}
+    ), by_bucket AS (
+      SELECT ${key}, lb, ${AGGREGATE_SQL} FROM exploded GROUP BY ${key}, lb
+    )
+    INSERT INTO usage_daily (${key}, ${ROLLUP_SUMS.join(', ')}, latency)
+    SELECT ${key}, ${ROLLUP_SUMS.map((c) => `SUM(${c})`).join(', ')}, ${d.concat("lb || ':' || requests")}
+    FROM by_bucket WHERE true GROUP BY ${key} ORDER BY ${key}
+    ON CONFLICT (${key}) DO UPDATE SET
+      ${ROLLUP_SUMS.map((c) => `${c} = usage_daily.${c} + excluded.${c}`).join(', ')},
+      latency = ${d.merge('usage_daily.latency', 'excluded.latency')}`;
+}
+
+/**
+ * The rollup's tables, the same on both stores but for how each spells types: `tableSuffix` ends the
+ * rollup's CREATE TABLE, `stateSuffix` its state's.
+ */
+export function rollupTableSql(t: {
+  text: string;
+  int: string;
+  real: string;
+  tableSuffix: string;
+  stateSuffix: string;
+}): string {
+  return `
+    CREATE TABLE usage_daily (
+      ${ROLLUP_KEY.map((c) => `${c} ${t.text} NOT NULL`).join(',\n      ')},
+      ${ROLLUP_SUMS.map((c) => `${c} ${c === 'cost_usd' ? t.real : t.int} NOT NULL`).join(',\n      ')},
+      latency ${t.text} NOT NULL,
+      PRIMARY KEY (${ROLLUP_KEY.join(', ')})
+    )${t.tableSuffix};
+    CREATE INDEX usage_daily_account ON usage_daily (account_id, dim, day);
+    CREATE TABLE usage_daily_state (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      covered_day ${t.text} NOT NULL
+    )${t.stateSuffix};`;
+}
+
+export function dayOf(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/**
+ * covered_day for a log that already holds rows when the rollup is created: the day after the newest row's
+ * and after today, so that no row written before the rollup existed is taken as counted.
+ */
+export function initialCoveredDay(newestCreatedAt: string | null, now = Date.now()): string {
+  if (newestCreatedAt === null) return ROLLUP_COVERS_ALL;
+  const newest = Math.max(Date.parse(newestCreatedAt), now);
+  return dayOf(Math.floor(newest / DAY_MS) * DAY_MS + DAY_MS);
+}
+
+/** Retention's cut: covered_day at least the day after the one `before` falls in (that day loses rows). */
+export function coveredAfterPrune(before: string): string {
+  return dayOf(Math.ceil(parseTime(before) / DAY_MS) * DAY_MS);
+}
+
+function parseTime(value: string): number {
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw domainError('invalid_time', `Not an ISO-8601 time: ${value}`);
+  return t;
+}
+
+/** What a read asks of the rollup: one dimension, grouped by day, key or value, maybe one value of it. */
+export interface RollupPlan {
+  dim: string;
+  /** The rollup column the result is grouped by. */
+  group: 'day' | 'key_id' | 'value';
+  /** Only this value of the dimension (one end user's series). */
+  value?: string;
+  /** A property's breakdown: its '' group (rows without the property) is the total less the values. */
+  property?: boolean;
+}
+
+type Grouping = { kind: 'series' } | { kind: 'breakdown'; by: BreakdownBy } | { kind: 'split'; by: SplitBy };
+
+const SCOPE_AND_RANGE = new Set(['org_id', 'account_id', 'from', 'to']);
+
+/**
+ * The rollup read that answers a filter and grouping, or null when the rollup does not hold what it needs
+ * (a filter on a column it does not keep, a key filter on a dimension kept across keys): then the rows do.
+ */
+export function planRollup(f: RequestFilter, g: Grouping): RollupPlan | null {
+  let keyFiltered = false;
+  let only: { dim: string; value: string } | undefined;
+  for (const [k, v] of Object.entries(f) as [keyof RequestFilter, unknown][]) {
+    if (v === undefined || SCOPE_AND_RANGE.has(k)) continue;
+    if (k === 'key_id' && v !== '') keyFiltered = true;
+    else if (k === 'exclude_key_ids') keyFiltered ||= (v as readonly string[]).length > 0;
+    // The rollup keeps a missing value as '', which a filter on '' must not match.
+    else if ((k === 'end_user' || k === 'session') && v !== '' && !only)
+      only = { dim: k, value: v as string };
+    else if (k === 'property' && !only) {
+      const p = v as { name: string; value?: string };
+      if (p.value === undefined || p.value === '') return null;
+      only = { dim: PROPERTY_DIM + p.name, value: p.value };
+    } else return null;
+  }
+  if (g.kind === 'series') {
+    const dim = only?.dim ?? 'total';
+    if (keyFiltered && dim !== 'total') return null;
+    return { dim, group: 'day', ...(only && { value: only.value }) };
+  }
+  if (only) return null;
+  const by = g.by;
+  if (typeof by === 'object')
+    return keyFiltered ? null : { dim: PROPERTY_DIM + by.property, group: 'value', property: true };
+  if (by === 'key_id') return { dim: 'total', group: 'key_id' };
+  if (by in KEYED_DIMS) return { dim: by, group: 'value' };
+  return keyFiltered ? null : { dim: by, group: 'value' };
+}
+
+export interface RollupDays {
+  /** The whole covered days the rollup answers, 'YYYY-MM-DD', [from, to); either open. */
+  from?: string;
+  to?: string;
+  /** The rest of the range, as filters on the rows. */
+  edges: RequestFilter[];
+}
+
+/** The filter's range cut at whole covered days; null when it holds none (the rows answer it all). */
+export function rollupDays(f: RequestFilter, coveredDay: string): RollupDays | null {
+  const covered = Date.parse(`${coveredDay}T00:00:00.000Z`);
+  const from = f.from === undefined ? undefined : parseTime(f.from);
+  const to = f.to === undefined ? undefined : parseTime(f.to);
+  const dayFrom = Math.max(from === undefined ? covered : Math.ceil(from / DAY_MS) * DAY_MS, covered);
+  const dayTo = to === undefined ? undefined : Math.floor(to / DAY_MS) * DAY_MS;
+  if (dayTo !== undefined && dayFrom >= dayTo) return null;
+  const iso = (t: number) => new Date(t).toISOString();
+  const edges: RequestFilter[] = [];
+  const coversAll = coveredDay === ROLLUP_COVERS_ALL;
+  if (from === undefined ? !coversAll : from < dayFrom) edges.push({ ...f, to: iso(dayFrom) });
+  if (to !== undefined && dayTo! < to) edges.push({ ...f, from: iso(dayTo!) });
+  return {
+    ...(!(coversAll && from === undefined) && { from: dayOf(dayFrom) }),
+    ...(dayTo !== undefined && { to: dayOf(dayTo) }),
+    edges,
+  };
+}
+
+/** A rollup group as a read returns it: its key, sums and histogram texts (or a split's group). */
+export type RollupReadRow = AggregateRow & { k: string; g?: string | null; latencies?: string | null };
+
+/**
+ * A rollup read: the plan's dimension over the days, in the filter's scope and key filters; grouped by the
+ * plan's group, or for a split by day and by the column's value when it is one of `splitGroups`. Each value
+ * is bound by `bind` in the order it appears.
+ */
+export function rollupReadSql(
+  plan: RollupPlan,
+  days: RollupDays,
+  f: RequestFilter,
+  bind: (v: string) => string,
+  concat: (expr: string) => string,
+  splitGroups?: readonly string[],
+  histograms: { only?: readonly string[] } | false = {},
+): string {
+  const sums = ROLLUP_SUMS.map((c) => `SUM(${c}) AS ${c}`).join(', ');
+  let select: string;
+  let groupBy: string;
+  if (splitGroups) {
+    const col = plan.group === 'key_id' ? 'key_id' : 'value';
+    const g =
+      splitGroups.length === 0
+        ? 'NULL'
+        : `CASE WHEN ${col} IN (${splitGroups.map(bind).join(', ')}) THEN ${col} END`;
+    select = `day AS k, ${g} AS g, ${sums}`;
+    groupBy = '1, 2';
+  } else {
+    select = `${plan.group} AS k, ${sums}${histograms ? `, ${concat('latency')} AS latencies` : ''}`;
+    groupBy = '1';
+  }
+  const parts: string[] = [];
+  if (f.org_id !== undefined) parts.push(`org_id = ${bind(f.org_id)}`);
+  if (f.account_id !== undefined) parts.push(`account_id = ${bind(f.account_id)}`);
+  if (parts.length === 0) throw new Error('a request read must be scoped to an organization or an account');
+  parts.push(`dim = ${bind(plan.dim)}`);
+  if (days.from !== undefined) parts.push(`day >= ${bind(days.from)}`);
+  if (days.to !== undefined) parts.push(`day < ${bind(days.to)}`);
+  if (f.key_id !== undefined) parts.push(`key_id = ${bind(f.key_id)}`);
+  if (f.exclude_key_ids?.length) parts.push(`key_id NOT IN (${f.exclude_key_ids.map(bind).join(', ')})`);
+  if (plan.value !== undefined) parts.push(`value = ${bind(plan.value)}`);
+  if (histograms && histograms.only) parts.push(`${plan.group} IN (${histograms.only.map(bind).join(', ')})`);
+  return `SELECT ${select} FROM usage_daily WHERE ${parts.join(' AND ')} GROUP BY ${groupBy}`;
+}
+
+type Sums = Record<(typeof ROLLUP_SUMS)[number], number>;
+
+const zero = (): Sums => ({
+  requests: 0,
+  errors: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_tokens: 0,
+  cost_usd: 0,
+  unknown_cost_requests: 0,
+  partial_cost_requests: 0,
+});
+
+/** A group's numbers, keyed by its bucket or its value. */
+export interface UsageGroup {
+  key: string;
+  numbers: Omit<UsagePoint, 'bucket'>;
+}
+
+/** The first `limit` groups by `rank` (LogStore.usageTop). */
+export interface UsageTop {
+  rank: BreakdownRank;
+  limit: number;
+}
+
+/**
+ * Groups' sums and histograms from the rollup and from the rows at the edges, merged by group key. A
+ * rollup group's histogram texts are kept as read and parsed only for the groups returned: a month by
+ * session has tens of thousands of groups, of which a page shows 500.
+ */
+export class UsageMerge {
+  private readonly groups = new Map<
+    string,
+    { sums: Sums; hist: Histogram; texts: Array<string | null | undefined>; signs: number[] }
+  >();
+
+  private group(key: string) {
+    let g = this.groups.get(key);
+    if (!g) this.groups.set(key, (g = { sums: zero(), hist: new Map(), texts: [], signs: [] }));
+    return g;
+  }
+
+  /** A rollup group, or (sign -1) one taken away: its sums and its histogram texts. */
+  addRollup(key: string, r: RollupReadRow, sign = 1): void {
+    const g = this.group(key);
+    for (const c of ROLLUP_SUMS) g.sums[c] += sign * Number(r[c] ?? 0);
+    g.texts.push(r.latencies);
+    g.signs.push(sign);
+  }
+
+  /** Rows of one group and latency bucket. */
+  addBucket(key: string, lb: number, r: AggregateRow): void {
+    const g = this.group(key);
+    for (const c of ROLLUP_SUMS) g.sums[c] += Number(r[c] ?? 0);
+    g.hist.set(lb, (g.hist.get(lb) ?? 0) + Number(r.requests));
+  }
+
+  /** A group's histogram texts, read after its sums. */
+  addTexts(key: string, text: string | null | undefined): void {
+    const g = this.group(key);
+    g.texts.push(text);
+    g.signs.push(1);
+  }
+
+  /** The groups that hold a row; with `top`, the first `limit` by `rank` (ties in sortBreakdown's order). */
+  private ordered(top?: UsageTop) {
+    const entries = [...this.groups].filter(([, g]) => g.sums.requests > 0);
+    if (!top) return { entries, total: entries.length };
+    entries.sort(([ka, a], [kb, b]) => b.sums.requests - a.sums.requests || (ka < kb ? -1 : ka > kb ? 1 : 0));
+    const value = RANK_VALUE[top.rank];
+    if (top.rank !== 'requests') entries.sort(([, a], [, b]) => value(b.sums) - value(a.sums));
+    return { entries: entries.slice(0, top.limit), total: entries.length };
+  }
+
+  /** The keys results(top) returns. */
+  topKeys(top: UsageTop): string[] {
+    return this.ordered(top).entries.map(([key]) => key);
+  }
+
+  /** Each group that holds a row (with `top`, the first by rank, in that order), and how many there are. */
+  results(top?: UsageTop): { groups: UsageGroup[]; total: number } {
+    const { entries, total } = this.ordered(top);
+    const groups = entries.map(([key, { sums, hist, texts, signs }]) => {
+      texts.forEach((t, i) => addHistogramText(hist, t, signs[i]));
+      const [p50, p95] = histogramPercentiles(hist, [0.5, 0.95]);
+      return { key, numbers: { ...sums, latency_p50_ms: p50 ?? null, latency_p95_ms: p95 ?? null } };
+    });
+    return { groups, total };
+  }
+}
+
+/** What a store gives the rollup reads: its queries, as each store runs them. */
+export interface RollupBackend {
+  /** The first day the rollup holds in full. */
+  coveredDay(): Promise<string>;
+  /** A rollup read (rollupReadSql), each value bound by `bind`. */
+  readRollup(build: (bind: (v: string) => string) => string): Promise<RollupReadRow[]>;
+  concat: (expr: string) => string;
+  /** The rows' groups by latency bucket: by day for a series, else by the breakdown's column. */
+  rowsByBucket(
+    f: RequestFilter,
+    by: BreakdownBy | 'day',
+  ): Promise<Array<AggregateRow & { k: string; lb: number }>>;
+  /** The rows' split series (LogStore.usageSeriesSplit, by day). */
+  rowsSplit(f: RequestFilter, by: SplitBy, groups: readonly string[]): Promise<UsageSplitPoint[]>;
+}
+
+const dayBucket = (day: string) => `${day}T00:00:00.000Z`;
+
+/**
+ * A usage series by day or a breakdown from the rollup and the edge rows; null when the rollup cannot answer
+ * it, or holds fewer than `minRows` rows of it (the rows answer then, with exact percentiles).
+ */
+export async function rollupUsage(
+  b: RollupBackend,
+  f: RequestFilter,
+  by: BreakdownBy | 'day',
+  minRows: number,
+  top?: UsageTop,
+): Promise<{ groups: UsageGroup[]; total: number } | null> {
+  const plan = planRollup(f, by === 'day' ? { kind: 'series' } : { kind: 'breakdown', by });
+  if (!plan) return null;
+  const days = rollupDays(f, await b.coveredDay());
+  if (!days) return null;
+  const merge = new UsageMerge();
+  // For a page of top groups, histograms are read for that page's groups alone, after the sums rank them.
+  const later = top !== undefined && plan.group !== 'day' && !plan.property;
+  const rows = await b.readRollup((bind) =>
+    rollupReadSql(plan, days, f, bind, b.concat, undefined, !later && {}),
+  );
+  let total = 0;
+  for (const r of rows) {
+    merge.addRollup(plan.group === 'day' ? dayBucket(r.k) : r.k, r);
+    if (plan.property) merge.addRollup('', r, -1);
+    else total += Number(r.requests);
+  }
+  if (plan.property) {
+    const all = await b.readRollup((bind) =>
+      rollupReadSql({ dim: 'total', group: 'day' }, days, f, bind, b.concat),
+    );
+    for (const r of all) {
+      merge.addRollup('', r);
+      total += Number(r.requests);
+    }
+  }
+  if (total < minRows) return null;
+  for (const edge of days.edges)
+    for (const r of await b.rowsByBucket(edge, by)) merge.addBucket(String(r.k), Number(r.lb), r);
+  if (later) {
+    const only = merge.topKeys(top);
+    const texts =
+      only.length === 0
+        ? []
+        : await b.readRollup((bind) => rollupReadSql(plan, days, f, bind, b.concat, undefined, { only }));
+    for (const r of texts) merge.addTexts(r.k, r.latencies);
+  }
+  return merge.results(top);
+}
+
+/** A split series by day from the rollup and the edge rows; null when the rollup cannot answer it. */
+export async function rollupSplit(
+  b: RollupBackend,
+  f: RequestFilter,
+  by: SplitBy,
+  groups: readonly string[],
+): Promise<UsageSplitPoint[] | null> {
+  const plan = planRollup(f, { kind: 'split', by });
+  if (!plan) return null;
+  const days = rollupDays(f, await b.coveredDay());
+  if (!days) return null;
+  const points = new Map<string, UsageSplitPoint>();
+  const add = (p: UsageSplitPoint) => {
+    const key = `${p.bucket}\u0000${p.group ?? '\u0001'}`;
+    const had = points.get(key);
+    if (!had) points.set(key, { ...p });
+    else for (const c of ROLLUP_SUMS) had[c] += p[c];
+  };
+  for (const r of await b.readRollup((bind) => rollupReadSql(plan, days, f, bind, b.concat, groups))) {
+    const sums = zero();
+    for (const c of ROLLUP_SUMS) sums[c] = Number(r[c] ?? 0);
+    add({ bucket: dayBucket(r.k), group: r.g ?? null, ...sums });
+  }
+  for (const edge of days.edges) for (const p of await b.rowsSplit(edge, by, groups)) add(p);
+  return [...points.values()].filter((p) => p.requests > 0);
+}
+
+/** Sorted as usageSeries and usageBreakdown return them. */
+export function seriesPoints(
+  groups: Array<{ key: string; numbers: Omit<UsagePoint, 'bucket'> }>,
+): UsagePoint[] {
+  return groups
+    .map(({ key, numbers }) => ({ bucket: key, ...numbers }))
+    .sort((a, b) => (a.bucket < b.bucket ? -1 : 1));
+}
+
+export function breakdownRows(groups: UsageGroup[]): UsageBreakdownRow[] {
+  return groups.map(({ key, numbers }) => ({ group: key, ...numbers }));
+}
