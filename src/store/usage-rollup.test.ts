@@ -4,11 +4,9 @@ import {
   histogramPercentiles,
   latencyBucket,
   mergeHistogramTexts,
-  planRollup,
-  rollupDays,
-  ROLLUP_COVERS_ALL,
   type Histogram,
-} from './usage-rollup.js';
+} from './latency-histogram.js';
+import { planRollup, rollupDays, ROLLUP_COVERS_ALL } from './usage-rollup.js';
 
 describe('usage rollup histograms', () => {
   it('merges texts bucket by bucket, negative buckets and repeats included', () => {

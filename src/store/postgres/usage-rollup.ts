@@ -21,10 +21,10 @@ import {
   type AggregateRow,
   type WhereDialect,
 } from '../log-query.js';
+import { LATENCY_BUCKET_SQL } from '../latency-histogram.js';
 import {
   breakdownRows,
   coveredAfterPrune,
-  LATENCY_BUCKET_SQL,
   rollupAddSql,
   rollupSplit,
   rollupTableSql,

@@ -21,17 +21,19 @@ import {
   type WhereDialect,
 } from '../log-query.js';
 import {
-  breakdownRows,
-  coveredAfterPrune,
   histogramText,
   latencyBucket,
+  LATENCY_BUCKET_SQL,
+  mergeHistogramTexts,
+  type Histogram,
+} from '../latency-histogram.js';
+import {
+  breakdownRows,
+  coveredAfterPrune,
   PROPERTY_DIM,
   ROLLUP_KEY,
   ROLLUP_SUMS,
-  type Histogram,
   initialCoveredDay,
-  LATENCY_BUCKET_SQL,
-  mergeHistogramTexts,
   rollupAddSql,
   rollupSplit,
   rollupTableSql,
