@@ -89,6 +89,32 @@ export async function runPgMigrations(
   }
 }
 
+/**
+ * Runs fn in a transaction on one client of the pool: committed when it returns, rolled back when it throws.
+ * A connection lost while checked out emits 'error' on the client, which would end the process unhandled;
+ * the failing query reports it to the caller instead. A client that failed mid-transaction is discarded
+ * rather than handed to the next caller.
+ */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  const ignore = () => {};
+  client.on('error', ignore);
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    broken = err instanceof Error ? err : new Error(String(err));
+    throw err;
+  } finally {
+    client.off('error', ignore);
+    client.release(broken);
+  }
+}
+
 /** Our times are Dates from pg (timestamptz); the interface speaks toISOString() strings. */
 export function isoOrNull(v: unknown): string | null {
   if (v === null || v === undefined) return null;

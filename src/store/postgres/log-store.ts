@@ -47,7 +47,7 @@ import {
   type RequestSummary,
   type SpendEntry,
 } from '../types.js';
-import { isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
+import { inTransaction, isoOrNull, pgErrorCode, resolvePool, runPgMigrations } from './db.js';
 import { BIGINT_COLUMNS, LOG_MIGRATIONS, PG_COLUMN_TYPES } from './log-schema.js';
 import { pgBatchStore } from './batches.js';
 import { dialect } from './log-dialect.js';
@@ -203,15 +203,8 @@ export class PgLogStore implements LogStore {
       if (!isRowError(err)) throw err;
     }
     // One poison row must not sink the batch: redo it row by row in one transaction, a savepoint per row.
-    const client = await this.pool.connect();
-    // A connection lost while checked out emits 'error' on the client, which would end the process
-    // unhandled; the failing query below reports it to the caller instead.
-    const ignore = () => {};
-    client.on('error', ignore);
     let inserted = 0;
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
+    await inTransaction(this.pool, async (client) => {
       for (const row of encoded) {
         await client.query('SAVEPOINT row');
         try {
@@ -223,16 +216,7 @@ export class PgLogStore implements LogStore {
           rejected++;
         }
       }
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      broken = err instanceof Error ? err : new Error(String(err));
-      throw err;
-    } finally {
-      client.off('error', ignore);
-      // A client that failed mid-transaction is discarded rather than handed to the next caller.
-      client.release(broken);
-    }
+    });
     return { inserted, rejected };
   }
 

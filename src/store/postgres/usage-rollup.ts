@@ -36,7 +36,7 @@ import {
   type RollupReadRow,
 } from '../usage-rollup.js';
 import type { BreakdownBy, LogStore, RequestFilter } from '../types.js';
-import { isoOrNull } from './db.js';
+import { inTransaction, isoOrNull } from './db.js';
 import { dialect } from './log-dialect.js';
 
 // Arbitrary constant, apart from the migration's and the search index's locks.
@@ -92,27 +92,12 @@ const ADD_RANGE_SQL = rollupAddSql(
   'id >= $1 AND id < $2 AND created_at >= $3 AND created_at < $4',
 );
 
-/** Runs fn in a transaction on one client of the pool, holding the rollup's lock exclusively. */
-async function exclusively<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  const ignore = () => {};
-  // A connection lost while checked out emits 'error'; the failing query reports it instead.
-  client.on('error', ignore);
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
+/** Runs fn in a transaction holding the rollup's lock exclusively. */
+function exclusively<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [ROLLUP_LOCK]);
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    broken = err instanceof Error ? err : new Error(String(err));
-    throw err;
-  } finally {
-    client.off('error', ignore);
-    client.release(broken);
-  }
+    return fn(client);
+  });
 }
 
 /** The newest uncovered day added to the rollup and covered (../usage-rollup.ts); false when none is left. */
