@@ -8,8 +8,8 @@ import type { LogStore } from '../store/types.js';
 
 const INTERVAL_MS = 3_600_000;
 /**
- * Between two days: each holds the log's write lock while it sums its day (~0.2 s for 33,000 rows on SQLite),
- * and the log writer's batches go in between.
+ * Between two days: each holds the log's write lock (on PostgreSQL, the rollup's lock) while it sums its
+ * day's rows, and the log writer's batches go in between.
  */
 const PAUSE_MS = 250;
 /** The first fill waits for the start to settle (migrations, caches warming). */
