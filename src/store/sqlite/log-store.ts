@@ -289,11 +289,13 @@ export class SqliteLogStore implements LogStore {
    * one read first is a row written here (and a concurrent prune makes it wait, not fail on a stale snapshot).
    */
   private withNewRows<T>(written: readonly EncodedRow[], insertRows: () => T): T {
-    const before = this.stmt<[], { m: number }>('SELECT COALESCE(MAX(rowid), 0) AS m FROM requests').get()!.m;
+    const indexed = this.stmt<[], { n: number }>(HAS_SEARCH_INDEX_SQL).get()!.n > 0;
+    const before = indexed
+      ? this.stmt<[], { m: number }>('SELECT COALESCE(MAX(rowid), 0) AS m FROM requests').get()!.m
+      : 0;
     const result = insertRows();
     addInsertedRows(this.stmt, written);
-    if (this.stmt<[], { n: number }>(HAS_SEARCH_INDEX_SQL).get()!.n > 0)
-      this.stmt<[number]>(INDEX_NEW_ROWS_SQL).run(before);
+    if (indexed) this.stmt<[number]>(INDEX_NEW_ROWS_SQL).run(before);
     return result;
   }
 
