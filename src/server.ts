@@ -70,6 +70,12 @@ export interface RunningServer {
 }
 
 const LAST_USED_FLUSH_MS = 15_000;
+/**
+ * How long each step of a start may take once the stores are open (migrations can take longer, and say so).
+ * A dependency that accepts a connection and never answers would otherwise keep the process up, silent and
+ * never listening; a supervisor (compose's restart policy, Kubernetes) restarts only a process that exits.
+ */
+const START_STEP_MS = 30_000;
 /** How long a stop waits for the last spans and metrics to reach the collector. */
 const TELEMETRY_FLUSH_MS = 5_000;
 
@@ -88,6 +94,28 @@ function fingerprinter(key: Buffer): (credential: string) => string {
     }
     return fp;
   };
+}
+
+/** `work`, or a failed start naming `what`: when `work` fails, or has not settled within START_STEP_MS. */
+async function startStep<T>(what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new Error(`${what} did not answer within ${START_STEP_MS / 1000} s; keyrelay did not start`)),
+      START_STEP_MS,
+    );
+  });
+  try {
+    return await Promise.race([
+      work.catch((err: unknown) => {
+        throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }),
+      deadline,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -119,8 +147,8 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     // Loaded only when configured: ioredis is memory a single instance does not need.
     const { openRedis } = await import('./redis.js');
     const { createRedisKeyEventBus } = await import('./keys/redis-bus.js');
-    redis = await openRedis(config.redisUrl, metrics);
-    bus = await createRedisKeyEventBus(redis, log);
+    redis = await startStep('Redis (KEYRELAY_REDIS_URL)', openRedis(config.redisUrl, metrics));
+    bus = await startStep('Redis (KEYRELAY_REDIS_URL)', createRedisKeyEventBus(redis, log));
     sharedCounters = createRedisCounters(redis.client);
     sharedHolds = createRedisHolds(redis.client);
     throttle = new FallbackLoginThrottle(
@@ -133,7 +161,10 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     throttle = new MemoryLoginThrottle(config.loginThrottle);
   }
   const fingerprintKey = Buffer.from(
-    await configStore.ensureSecret(FINGERPRINT_SECRET, randomBytes(32).toString('base64')),
+    await startStep(
+      'the config store (reading the fingerprint secret)',
+      configStore.ensureSecret(FINGERPRINT_SECRET, randomBytes(32).toString('base64')),
+    ),
     'base64',
   );
 
@@ -146,14 +177,17 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   // Always on, Redis or not: it carries the CLI's and other instances' key changes when there is no Redis,
   // and bounds a lost pub/sub message to one poll instead of the cache TTL when there is.
   let sockets: WebSocketProxy | null = null; // open WebSockets re-check their key on every key event
-  const changeFeed = await startKeyChangeFeed({
-    store: configStore,
-    evict: (e) => {
-      keys.onEvent(e);
-      sockets?.onKeyEvent(e);
-    },
-    log,
-  });
+  const changeFeed = await startStep(
+    'the config store (the key change feed)',
+    startKeyChangeFeed({
+      store: configStore,
+      evict: (e) => {
+        keys.onEvent(e);
+        sockets?.onKeyEvent(e);
+      },
+      log,
+    }),
+  );
   const lastUsed = new LastUsedTracker(configStore, LAST_USED_FLUSH_MS, (err) =>
     warn(err, 'last_used_at write failed'),
   );
@@ -191,18 +225,21 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     batches: logStore,
   };
   const shutdown: Shutdown = { isDraining: () => draining, inflight, active };
-  const app = await buildApp({
-    log,
-    config,
-    configStore,
-    logStore,
-    bus,
-    throttle,
-    metrics,
-    tail,
-    proxy: services,
-    shutdown,
-  });
+  const app = await startStep(
+    'building the app',
+    buildApp({
+      log,
+      config,
+      configStore,
+      logStore,
+      bus,
+      throttle,
+      metrics,
+      tail,
+      proxy: services,
+      shutdown,
+    }),
+  );
   // WebSockets under /api/proxy (src/proxy/websocket/), on the same services as the HTTP proxy.
   sockets = attachWebSocketProxy(app.server, services, shutdown);
   let arrived = 0;
@@ -214,7 +251,10 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   );
   const rollupFill = startRollupFill(logStore, (err) => warn(err, 'usage rollup fill failed'));
 
-  await app.listen({ host: config.host, port: config.port });
+  await startStep(
+    `listening on ${config.host}:${config.port}`,
+    app.listen({ host: config.host, port: config.port }),
+  );
   const port = (app.server.address() as AddressInfo).port;
   const url = localUrl(config.host, port);
   boundUrl = url;

@@ -11,6 +11,7 @@ import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from './fakes/
 import { callProxy, readMetric, startInstance, waitFor, type Instance } from './helpers/cluster.js';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
 import { createTestDatabase, type TestDatabase } from './helpers/pg.js';
+import { runCli } from './helpers/process.js';
 
 let db: TestDatabase;
 let openai: FakeUpstream;
@@ -279,6 +280,36 @@ describe('PostgreSQL outage with the request log off', () => {
 
 describe('Redis outage', () => {
   const TTL_MS = 2_000;
+
+  // A supervisor (compose's restart policy, Kubernetes) restarts a process that exits, not one that hangs.
+  it.each(['refuse', 'blackhole'] as const)(
+    'a start with Redis away (%s) exits 1 naming Redis, instead of staying up never listening',
+    async (mode) => {
+      const redis = await faultProxyTo(6379);
+      redis.cut(mode);
+      const started = performance.now();
+      const result = await runCli(
+        ['serve'],
+        {
+          KEYRELAY_DATABASE_URL: db.url,
+          KEYRELAY_REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+          KEYRELAY_PORT: '0',
+          KEYRELAY_OPENAI_UPSTREAM: openai.url,
+          KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
+        },
+        undefined,
+        60_000,
+      );
+      expect(result.code, `keyrelay serve still running after 60 s:\n${result.stderr}`).not.toBeNull();
+      console.log(
+        `Redis ${mode}: start exited ${result.code} after ${(performance.now() - started).toFixed(0)} ms`,
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^keyrelay: Redis \(KEYRELAY_REDIS_URL\)/m);
+      expect(result.stdout).not.toMatch(/keyrelay listening/);
+    },
+    90_000,
+  );
 
   it('falls back to the key cache TTL for revocation, reports redis_up 0 and keeps running', async () => {
     const redis = await faultProxyTo(6379);

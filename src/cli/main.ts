@@ -206,7 +206,10 @@ main(process.argv.slice(2)).then(
     if (code !== -1) process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`keyrelay: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    // Exit, not exitCode: a start that failed after opening its stores (a pool, a Redis connection retrying)
+    // would keep the process up and never listening, where a supervisor restarts only a process that exits.
+    process.stderr.write(`keyrelay: ${err instanceof Error ? err.message : String(err)}\n`, () =>
+      process.exit(1),
+    );
   },
 );

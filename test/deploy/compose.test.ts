@@ -132,8 +132,21 @@ async function waitInstanceReady(service: Instance): Promise<void> {
     }
     await sleep(500);
   }
-  const logs = await podman(['logs', container(service)]).catch((e: Error) => e.message);
-  throw new Error(`${service} did not become ready (${last.slice(0, 500)}):\n${logs.slice(-4000)}`);
+  // Everything that could say why: each instance's log (a restart shows as a second start), and what the
+  // database's sessions are waiting on.
+  const logs = await Promise.all(
+    INSTANCES.map(
+      async (i) =>
+        `--- ${i}:\n${(await podman(['logs', container(i)]).catch((e: Error) => e.message)).slice(-4000)}`,
+    ),
+  );
+  const activity = await sql(
+    "SELECT pid, state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity WHERE datname = 'keyrelay'",
+  ).catch((e: Error) => [[e.message]]);
+  throw new Error(
+    `${service} did not become ready (${last.slice(0, 500)}):\n${logs.join('\n')}\n--- pg_stat_activity:\n` +
+      activity.map((r) => r.join(' | ')).join('\n'),
+  );
 }
 
 beforeAll(async () => {

@@ -27,8 +27,14 @@ export async function runCli(
   args: string[],
   env: Record<string, string>,
   input?: string,
+  /** Killed (SIGKILL, code null) if still running then: for a command expected to end by itself. */
+  timeoutMs?: number,
 ): Promise<CliResult> {
-  const child = spawn(process.execPath, [...ENTRY, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...ENTRY, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    ...(timeoutMs && { timeout: timeoutMs, killSignal: 'SIGKILL' }),
+  });
   // Standard input ends at once (with `input` first): a command that reads it never waits for a terminal.
   // A command that exits without reading it may close the pipe first: not an error of the test's.
   child.stdin.on('error', () => {});
