@@ -1,6 +1,6 @@
 /**
- * The daily usage rollup's half of the store contract: over a seeded log, every series by day, breakdown and
- * split series the rollup answers equals the same read from the rows (sums exact, percentiles within the
+ * The daily usage rollup's half of the store contract: over a seeded log, every series by day, breakdown, page
+ * of top groups and split series the rollup answers equals the same read from the rows (sums exact, percentiles within the
  * histogram's 2 %), on ranges whole and cut mid-day, in every scope and filter the console sends; and it stays
  * equal through late rows, retention and the fill of days written before the rollup had them.
  */
@@ -116,6 +116,17 @@ export async function expectSameReads(rolled: LogStore, rows: LogStore, f: Reque
   for (const by of breakdowns) {
     const b = async (s: LogStore) => (await s.usageBreakdown(f, by)).map((r) => ({ ...r, g: r.group }));
     expectSameUsage(await b(rolled), await b(rows));
+    // A page of the top groups: the same groups in the same order (ties by requests, then by name).
+    for (const rank of ['requests', 'cost', 'tokens'] as const) {
+      const top = async (s: LogStore) => {
+        const t = await s.usageTop(f, by, rank, 3);
+        return { total: t.total_groups, rows: t.rows.map((r) => ({ ...r, g: r.group })) };
+      };
+      const [x, y] = [await top(rolled), await top(rows)];
+      expect(x.total).toBe(y.total);
+      expect(x.rows.map((r) => r.g)).toEqual(y.rows.map((r) => r.g));
+      expectSameUsage(x.rows, y.rows);
+    }
   }
   for (const by of SPLIT_COLUMNS)
     for (const groups of [

@@ -24,16 +24,18 @@ import {
 import { LATENCY_BUCKET_SQL } from '../latency-histogram.js';
 import {
   breakdownRows,
-  coveredAfterPrune,
-  rollupAddSql,
   rollupSplit,
-  rollupTableSql,
   rollupUsage,
   seriesPoints,
-  ROLLUP_COVERS_ALL,
   type RollupBackend,
-  type RollupDialect,
   type RollupReadRow,
+} from '../usage-rollup-read.js';
+import {
+  coveredAfterPrune,
+  rollupAddSql,
+  rollupTableSql,
+  ROLLUP_COVERS_ALL,
+  type RollupDialect,
 } from '../usage-rollup.js';
 import type { BreakdownBy, LogStore, RequestFilter } from '../types.js';
 import { inTransaction, isoOrNull } from './db.js';
@@ -193,19 +195,22 @@ function pgRollupBackend(pool: pg.Pool, split: LogStore['usageSeriesSplit']): Ro
       return rows[0]!.covered_day;
     },
     async readRollup(build) {
-      const params: string[] = [];
-      const sql = build((v) => `$${params.push(v)}`);
+      const params: unknown[] = [];
+      const sql = build(dialect(params));
       return (await pool.query<RollupReadRow>(sql, params)).rows;
     },
     concat: DIALECT.concat,
-    async rowsByBucket(f, by) {
+    binary: (expr) => `${expr} COLLATE "C"`,
+    groupSql: (by, bind) => groupSql(by, bind, PROPERTY_VALUE),
+    async rowsByBucket(f, by, only) {
       const params: unknown[] = [];
       const d = dialect(params);
       const key =
         by === 'day'
           ? `date_trunc('day', created_at, 'UTC')`
           : groupSql(by, (v) => d.bind(v), PROPERTY_VALUE);
-      const where = buildWhere(f, d);
+      let where = buildWhere(f, d);
+      if (only) where += ` AND ${key} IN (${only.map((v) => d.bind(v)).join(', ')})`;
       const { rows } = await pool.query<AggregateRow & { k: unknown; lb: number }>(
         `SELECT ${key} AS k, ${LATENCY_BUCKET_SQL} AS lb, ${AGGREGATE_SQL} FROM requests WHERE ${where} GROUP BY 1, 2`,
         params,

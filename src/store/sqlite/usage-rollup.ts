@@ -29,19 +29,21 @@ import {
 } from '../latency-histogram.js';
 import {
   breakdownRows,
+  rollupSplit,
+  rollupUsage,
+  seriesPoints,
+  type RollupBackend,
+  type RollupReadRow,
+} from '../usage-rollup-read.js';
+import {
   coveredAfterPrune,
   PROPERTY_DIM,
   ROLLUP_KEY,
   ROLLUP_SUMS,
   initialCoveredDay,
   rollupAddSql,
-  rollupSplit,
   rollupTableSql,
-  rollupUsage,
-  seriesPoints,
-  type RollupBackend,
   type RollupDialect,
-  type RollupReadRow,
 } from '../usage-rollup.js';
 import type { BreakdownBy, LogStore, RequestFilter } from '../types.js';
 import type { Db, StatementCache } from './db.js';
@@ -294,17 +296,21 @@ function sqliteRollupBackend(
         .covered_day;
     },
     async readRollup(build) {
-      const params: string[] = [];
-      const sql = build((v) => (params.push(v), '?'));
-      return stmt<string[], RollupReadRow>(sql).all(...params);
+      const params: (string | number)[] = [];
+      const sql = build(dialect(params));
+      return stmt<unknown[], RollupReadRow>(sql).all(...params);
     },
     concat: DIALECT.concat,
-    async rowsByBucket(f: RequestFilter, by: BreakdownBy | 'day') {
+    // SQLite compares text by its bytes (BINARY): UTF-8's order is code points'.
+    binary: (expr) => expr,
+    groupSql: (by, bind) => groupSql(by, bind, PROPERTY_VALUE),
+    async rowsByBucket(f: RequestFilter, by: BreakdownBy | 'day', only?: readonly string[]) {
       const params: (string | number)[] = [];
       const d = dialect(params);
       // Placeholders are positional: the select list's come first.
       const key = by === 'day' ? daySql : groupSql(by, (v) => d.bind(v), PROPERTY_VALUE);
-      const where = buildWhere(f, d);
+      let where = buildWhere(f, d);
+      if (only) where += ` AND ${key} IN (${only.map((v) => d.bind(v)).join(', ')})`;
       return stmt<unknown[], AggregateRow & { k: string; lb: number }>(
         `SELECT ${key} AS k, ${LATENCY_BUCKET_SQL} AS lb, ${AGGREGATE_SQL} FROM requests WHERE ${where} GROUP BY 1, 2`,
       ).all(...params);
