@@ -21,17 +21,17 @@ export function sessionSelectSql(endMs: string, distinct: (column: string) => st
     ${AGGREGATE_SQL}, ${distinct('model')} AS models, ${distinct('end_user')} AS end_users`;
 }
 
-/** The filters the session list's index walk answers without the table: the scope and the time range. */
-const WALKED_FILTERS = new Set(['org_id', 'account_id', 'from', 'to']);
+/** The filters the session list's page pick answers from the (org_id, session, id, …) index alone. */
+const INDEXED_FILTERS = new Set(['org_id', 'account_id', 'from', 'to']);
 
 /**
  * The session list in one statement (one snapshot). Grouping every session in range with its sums read a
  * million rows from the table to keep fifty, so when the filter is an organization and a time range the page's
- * sessions are picked first, by their first row in range alone, and only those are summed. The picking walks
- * the organization's sessions on the (org_id, session, id, created_at, end_user) index: one seek to the next
- * session and one to its first row in range, about two seeks a session rather than a read of every row. A
- * narrower filter (an end user, a model, a search) keeps the plain grouping, which the database starts from
- * that filter's own index; the walk would visit every session to find the few that match.
+ * sessions are picked first, by their first row in range alone, from the (org_id, session, id, created_at,
+ * end_user) index without the table; only those are summed. Over a month of 50,000 sessions that reads the
+ * index's entries in range once (a tenth of a second on SQLite, a third on PostgreSQL), where a walk of two
+ * seeks a session took seconds on PostgreSQL. A narrower filter (an end user, a model, a search) keeps the
+ * plain grouping, which the database starts from that filter's own index.
  * `where` is called once per use so that positional placeholders are bound in text order.
  */
 export function sessionListSql(
@@ -42,32 +42,18 @@ export function sessionListSql(
   limit: number,
   bind: (v: string | number) => string,
 ): string {
-  const walk =
-    f.org_id !== undefined && Object.entries(f).every(([k, v]) => v === undefined || WALKED_FILTERS.has(k));
-  if (!walk) {
-    const having = cursor ? ` HAVING MIN(id) < ${bind(decodeCursor(cursor))}` : '';
+  const picked =
+    f.org_id !== undefined && Object.entries(f).every(([k, v]) => v === undefined || INDEXED_FILTERS.has(k));
+  // The keyset: sessions whose first row is older than the previous page's last.
+  const having = () => (cursor ? ` HAVING MIN(id) < ${bind(decodeCursor(cursor))}` : '');
+  if (!picked) {
     return `SELECT ${select} FROM requests WHERE ${where()} AND session IS NOT NULL
-      GROUP BY session${having} ORDER BY first_id DESC LIMIT ${bind(limit)}`;
+      GROUP BY session${having()} ORDER BY first_id DESC LIMIT ${bind(limit)}`;
   }
-  const start = `org_id = ${bind(f.org_id!)}`;
-  const next = `org_id = ${bind(f.org_id!)}`;
-  const first = where();
-  // The keyset: sessions whose first row is older than the previous page's last. MATERIALIZED: PostgreSQL
-  // otherwise runs the first-row seek twice, once for the filter and once for the order.
-  const after = cursor ? ` AND id < ${bind(decodeCursor(cursor))}` : '';
-  return `WITH RECURSIVE names(name) AS (
-      SELECT MIN(session) FROM requests WHERE ${start} AND session IS NOT NULL
-      UNION ALL
-      SELECT (SELECT MIN(session) FROM requests WHERE ${next} AND session IS NOT NULL AND session > name)
-      FROM names WHERE name IS NOT NULL
-    ),
-    firsts AS MATERIALIZED (
-      SELECT name AS page_session, (SELECT MIN(id) FROM requests
-        WHERE ${first} AND session IS NOT NULL AND session = name${after}) AS page_first
-      FROM names WHERE name IS NOT NULL
-    ),
-    page AS (SELECT page_session FROM firsts WHERE page_first IS NOT NULL
-      ORDER BY page_first DESC LIMIT ${bind(limit)})
+  return `WITH page AS (
+      SELECT session AS page_session FROM requests WHERE ${where()} AND session IS NOT NULL
+      GROUP BY session${having()} ORDER BY MIN(id) DESC LIMIT ${bind(limit)}
+    )
     SELECT ${select} FROM requests
     WHERE ${where()} AND session IS NOT NULL AND session IN (SELECT page_session FROM page)
     GROUP BY session ORDER BY first_id DESC`;
