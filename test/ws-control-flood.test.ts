@@ -34,8 +34,9 @@ const FLOOD_MS = 20_000;
  */
 const GROWTH_BOUND = 96 * MiB;
 /**
- * What repeated floods may add to RSS after close, from the first to the last: well under one buffer cap,
- * which a socket leaked with its buffers would add each time.
+ * What a repeated flood may add to RSS after close, from the second to the last: well under one buffer cap,
+ * which a socket leaked with its buffers would add each time. Not from the first: the heap is still growing
+ * into its working size through the first two (Node 24 measured +57 then +24 MiB, then -7).
  */
 const REPEAT_BOUND = 16 * MiB;
 /** keyrelay has paused the caller once our side's buffer stays full this long: the flood is over. */
@@ -135,16 +136,15 @@ async function flood(): Promise<{ sent: number; grown: number; afterClose: numbe
   return { sent, grown: peak - base, afterClose, cut };
 }
 
-/** Three floods in a row: each stays bounded, and the last leaves RSS about where the first left it. */
+/** Three floods in a row: each stays bounded, and the last leaves RSS about where the second left it. */
 async function floods(): Promise<void> {
-  const first = await flood();
-  expect(first.grown).toBeLessThan(GROWTH_BOUND);
-  let last = first;
-  for (let i = 0; i < 2; i++) {
-    last = await flood();
-    expect(last.grown).toBeLessThan(GROWTH_BOUND);
+  const runs = [];
+  for (let i = 0; i < 3; i++) {
+    const run = await flood();
+    expect(run.grown).toBeLessThan(GROWTH_BOUND);
+    runs.push(run);
   }
-  expect(last.afterClose - first.afterClose).toBeLessThan(REPEAT_BOUND);
+  expect(runs[2]!.afterClose - runs[1]!.afterClose).toBeLessThan(REPEAT_BOUND);
 }
 
 describe('a caller that floods pings and never reads', () => {
