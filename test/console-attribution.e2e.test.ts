@@ -44,15 +44,19 @@ function sums(rows: RequestLogRow[], groupOf: (r: RequestLogRow) => string): Map
 async function shownBreakdown(page: Page, title: string): Promise<Map<string, string[]>> {
   const table = page.getByRole('region', { name: title });
   await table.locator('tbody tr').first().waitFor();
-  const out = new Map<string, string[]>();
-  for (const row of await table.locator('tbody tr').all()) {
-    const cells = await row.locator('td').allInnerTexts();
-    out.set(
-      cells[0]!.trim(),
-      cells.slice(1, 4).map((c) => c.trim()),
-    );
+  // One snapshot of all rows, taken once each holds its numbers: read row by row, a row the table replaced
+  // as its data arrived was seen with no cells (once on Node 24).
+  let rows: string[][] = [];
+  for (let i = 0; i < 100; i++) {
+    rows = await table
+      .locator('tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...(tr as HTMLTableRowElement).cells].map((c) => c.innerText.trim())),
+      );
+    if (rows.length > 0 && rows.every((cells) => cells.length >= 4)) break;
+    await page.waitForTimeout(50);
   }
-  return out;
+  return new Map(rows.map((cells) => [cells[0]!, cells.slice(1, 4)]));
 }
 
 function expected(groups: Map<string, Group>): Map<string, string[]> {
