@@ -40,6 +40,9 @@ function sums(rows: RequestLogRow[], groupOf: (r: RequestLogRow) => string): Map
   return out;
 }
 
+/** A table is read again until it shows what is expected: the page re-renders as each answer arrives. */
+const POLL = { timeout: 10_000, interval: 100 };
+
 /** The breakdown table as shown: label → the numbers as the page formats them. */
 async function shownBreakdown(page: Page, title: string): Promise<Map<string, string[]>> {
   const table = page.getByRole('region', { name: title });
@@ -163,27 +166,29 @@ describe('attribution views', () => {
   it('breaks down by session, provider credential and a property, each kept in the URL', async () => {
     await page.getByLabel('Break down by').selectOption('session');
     await page.waitForURL(/by=session/);
-    expect(await shownBreakdown(page, 'By session')).toEqual(expected(sums(rows, (r) => r.session ?? '')));
+    await expect
+      .poll(() => shownBreakdown(page, 'By session'), POLL)
+      .toEqual(expected(sums(rows, (r) => r.session ?? '')));
 
     await page.getByLabel('Break down by').selectOption('credential_fingerprint');
     await page.waitForURL(/by=credential_fingerprint/);
-    expect(await shownBreakdown(page, 'By provider credential')).toEqual(
-      expected(sums(rows, (r) => r.credential_fingerprint ?? '')),
-    );
+    await expect
+      .poll(() => shownBreakdown(page, 'By provider credential'), POLL)
+      .toEqual(expected(sums(rows, (r) => r.credential_fingerprint ?? '')));
 
     await page.getByLabel('Break down by').selectOption('property');
     const name = page.getByLabel('Property name');
     await name.fill('feature');
     await name.press('Enter');
     await page.waitForURL(/by=property%3Afeature/);
-    expect(await shownBreakdown(page, 'By feature')).toEqual(
-      expected(sums(rows, (r) => r.properties.feature ?? '')),
-    );
+    await expect
+      .poll(() => shownBreakdown(page, 'By feature'), POLL)
+      .toEqual(expected(sums(rows, (r) => r.properties.feature ?? '')));
     // A reload shows the same view: it is all in the URL.
     await page.reload();
-    expect(await shownBreakdown(page, 'By feature')).toEqual(
-      expected(sums(rows, (r) => r.properties.feature ?? '')),
-    );
+    await expect
+      .poll(() => shownBreakdown(page, 'By feature'), POLL)
+      .toEqual(expected(sums(rows, (r) => r.properties.feature ?? '')));
     keep(await screenshotBothWidths(page, 'usage-by-property'));
   });
 
