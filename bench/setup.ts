@@ -209,7 +209,7 @@ export function removeDirs(dirs: (string | undefined)[]): void {
  * autogroup scheduling, a process's nice only ranks it inside its own session's group, so the group's nice
  * is raised too (it is ours: the bench's session), and put back afterwards. Returns the undo.
  */
-function raisePriority(pids: number[], log: (msg: string) => void): () => void {
+export function raisePriority(pids: number[], log: (msg: string) => void): () => void {
   for (const pid of pids) {
     try {
       execFileSync('renice', ['-n', '-15', '-p', String(pid)], { stdio: 'ignore' });
