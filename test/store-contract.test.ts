@@ -2,8 +2,8 @@
  * The store contract: every method of ConfigStore and LogStore, run on SQLite and on PostgreSQL with the
  * same expectations (as bifrost's logstore parity test). PostgreSQL is never skipped: if it is unreachable,
  * this suite fails. SQLite runs on the driver this Node uses (better-sqlite3 on 20, node:sqlite on 22+);
- * CI runs the suite on Node 20, 22 and 24, so each driver is held to the same contract. The SQLite log
- * store runs twice: on the caller's thread, and as the server opens it, on a worker thread.
+ * CI runs the suite on Node 20, 22 and 24, so each driver is held to the same contract. Each log store runs
+ * twice: on the caller's thread, and as the server opens it, with its reads on a worker thread.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { PgConfigStore } from '../src/store/postgres/config-store.js';
 import { PgLogStore } from '../src/store/postgres/log-store.js';
+import { PgLogThread } from '../src/store/postgres/log-thread.js';
 import { SqliteConfigStore } from '../src/store/sqlite/config-store.js';
 import { defaultSqliteDriver, type SqliteDriverName } from '../src/store/sqlite/driver.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
@@ -47,17 +48,18 @@ function sqliteBackend(driver: SqliteDriverName, thread = false): Backend {
   };
 }
 
-function postgresBackend(): Backend {
+/** `thread`: the log store the server uses, the console's reads on a worker thread (postgres/log-thread.ts). */
+function postgresBackend(thread = false): Backend {
   let url = '';
   return {
-    name: 'postgres',
+    name: `postgres${thread ? ' (worker thread)' : ''}`,
     async setup() {
       const db = await createTestDatabase();
       url = db.url;
       return () => db.drop();
     },
     openConfig: () => new PgConfigStore(url),
-    openLog: (opts = {}) => new PgLogStore(url, opts),
+    openLog: (opts = {}) => (thread ? new PgLogThread(url, opts) : new PgLogStore(url, opts)),
   };
 }
 
@@ -65,6 +67,7 @@ const backends: Backend[] = [
   sqliteBackend(defaultSqliteDriver()),
   sqliteBackend(defaultSqliteDriver(), true),
   postgresBackend(),
+  postgresBackend(true),
 ];
 
 describe.each(backends)('store contract on $name', (backend) => {

@@ -48,11 +48,12 @@ export async function openStores(
     // Each store owns a pool on the URL; close() ends it. Loaded only when used: pg is memory a SQLite
     // deployment does not need.
     const { PgConfigStore } = await import('./postgres/config-store.js');
-    const { PgLogStore } = await import('./postgres/log-store.js');
+    const { PgLogThread } = await import('./postgres/log-thread.js');
     const configStore = new PgConfigStore(config.databaseUrl);
-    const logStore = new PgLogStore(config.databaseUrl, search);
+    // The console's reads on a worker thread with a pool of its own (src/store/postgres/log-thread.ts).
+    const logStore = new PgLogThread(config.databaseUrl, search);
     await migrateOrClose(configStore, logStore);
-    // pg is asynchronous already: the store's own pool writes without blocking the event loop.
+    // pg is asynchronous already: the store's pool on the event loop writes without blocking it.
     const logWriter = {
       insertBatch: logStore.insertBatch.bind(logStore),
       spendSince: logStore.spendSince.bind(logStore),

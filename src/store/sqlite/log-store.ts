@@ -168,6 +168,9 @@ export interface SqliteLogStoreOptions extends OpenOptions {
   trustEncoded?: boolean;
 }
 
+/** What a worker's store is opened with (store-thread.ts): the options that cross a thread (no callbacks). */
+export type WorkerStoreOptions = Omit<SqliteLogStoreOptions, 'onSearchIndex'>;
+
 export class SqliteLogStore implements LogStore {
   private readonly db: Db;
   private readonly stmt: StatementCache;

@@ -1,5 +1,5 @@
 /**
- * The SQLite request log as the server queries it: every call on a worker thread (store-thread.ts), so a
+ * The SQLite request log as the server queries it: every call on a worker thread (../store-thread.ts), so a
  * long read never holds the event loop. Both drivers are synchronous; on the event loop, a console chart over
  * a month of 1,000,000 rows (2.3 s) or an hourly prune stopped every proxied request until it returned. The
  * worker's connection reads beside the log writer's (WAL). A budget's spend is read on the writer's worker
@@ -28,13 +28,7 @@ import type {
 import type { RequestLogRow } from '../../types.js';
 import type { BatchStore } from '../batch-types.js';
 import { SqliteLogStore, type SqliteLogStoreOptions } from './log-store.js';
-import { StoreThread } from './store-thread.js';
-
-/**
- * The query thread is started by the console, the hourly prune and the batch ledger; a start costs ~30 ms
- * of CPU, an idle thread several MB: 30 s covers a person clicking through the console.
- */
-export const LOG_READER_IDLE_MS = 30_000;
+import { LOG_READER_IDLE_MS, StoreThread } from '../store-thread.js';
 
 export interface SqliteLogThreadOptions extends SqliteLogStoreOptions {
   /** The worker exits after this long without a call (LOG_READER_IDLE_MS unless a test says otherwise). */
@@ -49,7 +43,12 @@ export class SqliteLogThread implements LogStore {
     private readonly opts: SqliteLogThreadOptions = {},
   ) {
     const { onSearchIndex: _notify, idleMs, ...store } = opts;
-    this.thread = new StoreThread(path, { idleMs: idleMs ?? LOG_READER_IDLE_MS, store });
+    this.thread = new StoreThread({
+      name: 'the SQLite log store',
+      module: new URL('./log-store-worker', import.meta.url),
+      workerData: { path, options: store },
+      idleMs: idleMs ?? LOG_READER_IDLE_MS,
+    });
   }
 
   async migrate(): Promise<void> {

@@ -6,8 +6,8 @@
  */
 import type { RequestLogRow } from '../../types.js';
 import { LOG_BATCH_BODY_CHARS, type InsertResult, type SpendEntry } from '../types.js';
-import { encodeRows } from './log-store.js';
-import { StoreThread } from './store-thread.js';
+import { StoreThread } from '../store-thread.js';
+import { encodeRows, type WorkerStoreOptions } from './log-store.js';
 
 /**
  * The worker holds one batch at a time: a small heap keeps its share of the process's memory small, but it
@@ -48,9 +48,14 @@ export class SqliteLogWriter {
   private readonly thread: StoreThread;
 
   constructor(path: string, opts: SqliteLogWriterOptions = {}) {
-    this.thread = new StoreThread(path, {
+    this.thread = new StoreThread({
+      name: 'the SQLite log writer',
+      module: new URL('./log-store-worker', import.meta.url),
+      workerData: {
+        path,
+        options: { cacheMb: opts.cacheMb, trustEncoded: true } satisfies WorkerStoreOptions,
+      },
       idleMs: opts.idleMs ?? LOG_WRITER_IDLE_MS,
-      store: { cacheMb: opts.cacheMb, trustEncoded: true },
       resourceLimits: workerLimits(opts.batchChars ?? LOG_BATCH_BODY_CHARS),
     });
   }

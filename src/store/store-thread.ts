@@ -1,25 +1,33 @@
 /**
- * A SqliteLogStore on a worker thread, called by method name (log-store-worker.ts). Both SQLite drivers
- * are synchronous: a query on the event loop holds every proxied request until it returns. The log writer
- * (log-writer.ts) and the store the server reads through (log-thread.ts) each own one of these.
+ * A log store on a worker thread, called by method name (the worker answers with thread-worker.ts). SQLite's
+ * drivers are synchronous: a query on the event loop holds every proxied request until it returns; the log
+ * writer (sqlite/log-writer.ts) and the store the server reads through (sqlite/log-thread.ts) each own one.
+ * On PostgreSQL the console's reads (postgres/log-thread.ts) run on one too: the database does the work, but
+ * parsing a month's sums and merging them took the event loop 10-20 ms a view.
  *
  * The worker starts on the first call and exits after `idleMs` without one; the next call starts another.
- * Calls run one at a time, in the order made.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
-import { DOMAIN_ERRORS, domainError, type DomainErrorCode } from '../../errors.js';
-import type { SqliteLogStoreOptions } from './log-store.js';
+import { DOMAIN_ERRORS, domainError, type DomainErrorCode } from '../errors.js';
 
-/** What the worker's store is opened with: the options that cross a thread (no callbacks). */
-export type WorkerStoreOptions = Omit<SqliteLogStoreOptions, 'onSearchIndex'>;
+/**
+ * A reading thread is started by the console, the hourly prune and the batch ledger; a start costs ~30 ms
+ * of CPU, an idle thread several MB: 30 s covers a person clicking through the console.
+ */
+export const LOG_READER_IDLE_MS = 30_000;
 
 export interface StoreThreadOptions {
+  /** What errors call the store, e.g. "the SQLite log store". */
+  name: string;
+  /** The worker module without its extension: `.js` in the build, `.ts` from source. */
+  module: URL;
+  /** What the worker opens its store with (crosses by structured clone: no callbacks). */
+  workerData: unknown;
   /** The worker exits after this long without a call. */
   idleMs: number;
-  store: WorkerStoreOptions;
   resourceLimits?: ResourceLimits;
 }
 
@@ -31,6 +39,9 @@ export interface WireError {
 }
 
 export type Reply = { id: number; result: unknown } | { id: number; error: WireError };
+
+/** What the worker is sent: a call of its store's method, or the request to close it and exit. */
+export type Call = { id: number; method: string; args: unknown[] } | { close: true };
 
 interface Pending {
   resolve: (r: unknown) => void;
@@ -60,38 +71,32 @@ export class StoreThread {
   private seq = 0;
   private closed = false;
 
-  constructor(
-    private readonly path: string,
-    private readonly opts: StoreThreadOptions,
-  ) {}
+  constructor(private readonly opts: StoreThreadOptions) {}
 
-  /** Calls `method` on the worker's SqliteLogStore; its result crosses by structured clone. */
+  /** Calls `method` on the worker's store; its result crosses by structured clone. */
   call<T>(method: string, args: unknown[]): Promise<T> {
     // A late call would start a worker that holds the process open for idleMs after its stop.
-    if (this.closed) return Promise.reject(new Error('the SQLite log store is closed'));
+    if (this.closed) return Promise.reject(new Error(`${this.opts.name} is closed`));
     const run = this.current ?? this.start();
     if (run.idle) clearTimeout(run.idle);
     run.idle = null;
     const id = ++this.seq;
     return new Promise<T>((resolve, reject) => {
       run.pending.set(id, { resolve: resolve as (r: unknown) => void, reject });
-      run.worker.postMessage({ id, method, args });
+      run.worker.postMessage({ id, method, args } satisfies Call);
     });
   }
 
   private start(): Running {
-    const js = new URL('./log-store-worker.js', import.meta.url);
-    const options = {
-      workerData: { path: this.path, options: this.opts.store },
-      resourceLimits: this.opts.resourceLimits,
-    };
+    const js = new URL(`${this.opts.module.href}.js`);
+    const options = { workerData: this.opts.workerData, resourceLimits: this.opts.resourceLimits };
     const worker = existsSync(fileURLToPath(js))
       ? new Worker(js, options)
       : // From source (tsx, vitest) the worker is TypeScript. Node 20 applies no --import hooks inside a
         // worker, so it registers tsx's loader itself before importing the module.
         new Worker(
           `import(${JSON.stringify(tsxApi())}).then(({ register }) => { register(); ` +
-            `return import(${JSON.stringify(new URL('./log-store-worker.ts', import.meta.url).href)}); });`,
+            `return import(${JSON.stringify(`${this.opts.module.href}.ts`)}); });`,
           { ...options, eval: true },
         );
     const run: Running = { worker, pending: new Map(), idle: null };
@@ -114,7 +119,7 @@ export class StoreThread {
       run.pending.clear();
     };
     worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`SQLite log worker exited (${code})`)));
+    worker.on('exit', (code) => fail(new Error(`the worker of ${this.opts.name} exited (${code})`)));
     this.current = run;
     return run;
   }
@@ -124,7 +129,7 @@ export class StoreThread {
     if (this.current === run) this.current = null;
     if (run.idle) clearTimeout(run.idle);
     const exited = new Promise<void>((resolve) => run.worker.once('exit', () => resolve()));
-    run.worker.postMessage({ close: true });
+    run.worker.postMessage({ close: true } satisfies Call);
     return exited;
   }
 

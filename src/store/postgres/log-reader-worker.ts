@@ -1,0 +1,13 @@
+/**
+ * Worker thread that answers the console's reads of the PostgreSQL request log (log-thread.ts) with a
+ * store and pool of its own, below the event loop's priority (../thread-worker.ts).
+ */
+import { workerData } from 'node:worker_threads';
+import { lowerThreadPriority, serveStoreCalls } from '../thread-worker.js';
+import { PG_THREAD_READS } from './log-thread-reads.js';
+import { PgLogStore, type PgLogStoreOptions } from './log-store.js';
+
+lowerThreadPriority();
+
+const { url, options } = workerData as { url: string; options: PgLogStoreOptions };
+serveStoreCalls(new PgLogStore(url, options), new Set<string>(PG_THREAD_READS), false);
