@@ -1,24 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeLogRow } from '../../../test/helpers/log-rows.js';
+import { threadNices } from '../../../test/helpers/thread-nices.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/pg.js';
 import { DomainError } from '../../errors.js';
 import { PgLogStore } from './log-store.js';
 import { PgLogThread } from './log-thread.js';
-
-/** Each thread of this process and its nice value (/proc's stat, field 19, after the parenthesised name). */
-function threadNices(): Map<string, number> {
-  const nices = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'latin1');
-      nices.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return nices;
-}
 
 const AT = Date.parse('2026-03-01T10:00:00.000Z');
 let db: TestDatabase;

@@ -1,9 +1,10 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serialize } from 'node:v8';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeLogRow } from '../../../test/helpers/log-rows.js';
+import { threadNices } from '../../../test/helpers/thread-nices.js';
 import { SqliteLogStore, encodeRows } from './log-store.js';
 import { SqliteLogWriter } from './log-writer.js';
 
@@ -18,20 +19,6 @@ afterEach(async () => {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** Each thread of this process and its nice value (/proc's stat, field 19, after the parenthesised name). */
-function threadNices(): Map<string, number> {
-  const nices = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'latin1');
-      nices.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return nices;
-}
 
 describe('SqliteLogWriter', () => {
   it.runIf(process.platform === 'linux')(
