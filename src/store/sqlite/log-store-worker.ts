@@ -3,10 +3,10 @@
  * the one the server queries through (log-thread.ts). Messages name a method of SqliteLogStore.
  */
 import { workerData } from 'node:worker_threads';
-import { lowerThreadPriority, serveStoreCalls } from '../thread-worker.js';
+import { STORE_THREAD_NICE, lowerThreadPriority, serveStoreCalls } from '../thread-worker.js';
 import { SqliteLogStore, type WorkerStoreOptions } from './log-store.js';
 
-lowerThreadPriority();
+lowerThreadPriority(STORE_THREAD_NICE);
 
 const { path, options } = workerData as { path: string; options: WorkerStoreOptions };
 const store = new SqliteLogStore(path, options);
