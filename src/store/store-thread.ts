@@ -19,6 +19,24 @@ import { DOMAIN_ERRORS, domainError, type DomainErrorCode } from '../errors.js';
  */
 export const LOG_READER_IDLE_MS = 30_000;
 
+/**
+ * How much lower than the event loop a thread that writes the log runs (a nice value). It shares a core
+ * with the proxy: a SQLite batch of 500 rows is ~8 ms of CPU, and at equal priority a request arriving
+ * meanwhile waited for the scheduler's slice to end, which put the writer's bursts in the proxy's p99. At 5
+ * the kernel weighs the thread at a third of the loop: a waking request is run first, and under saturation
+ * the writer still gets ~25 % of the core, over the ~10 % it needs to keep up (a row is ~15 µs; the proxy
+ * tops out near 7,000 rows a second), so the queue does not grow. SQLite's prune and batch ledger run at it
+ * too: they hold SQLite's one write lock, which the writer waits on.
+ */
+export const WRITING_THREAD_NICE = 5;
+
+/**
+ * A thread that only reads for the console: nothing waits on it but a person, and no lock of its blocks a
+ * writer. A month's view is 10-300 ms of its CPU, which at the writer's weight still delayed proxied
+ * requests on a shared core; at 19 the kernel runs it when the event loop has nothing to do.
+ */
+export const READING_THREAD_NICE = 19;
+
 export interface StoreThreadOptions {
   /** What errors call the store, e.g. "the SQLite log store". */
   name: string;

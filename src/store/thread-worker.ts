@@ -7,18 +7,7 @@ import { getPriority, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import type { Call, Reply } from './store-thread.js';
 
-/**
- * How much lower than the event loop a SQLite store thread runs (a nice value). It shares a core with the
- * proxy: a batch of 500 rows is ~8 ms of CPU, and at equal priority a request arriving meanwhile waited for
- * the scheduler's slice to end, which put the writer's bursts in the proxy's p99. At 5 the kernel weighs
- * this thread at a third of the loop: a waking request is run first, and under saturation the writer still
- * gets ~25 % of the core, over the ~10 % it needs to keep up (a row is ~15 µs; the proxy tops out near 7,000
- * rows a second), so the queue does not grow. The reading thread also prunes and writes the batch ledger,
- * holding SQLite's one write lock meanwhile: it runs at the writer's priority, never below it.
- */
-export const STORE_THREAD_NICE = 5;
-
-/** Call once, first thing in the worker: lowers its nice by `by` (STORE_THREAD_NICE unless it says why). */
+/** Call once, first thing in the worker: runs it `by` nice levels below the thread that started it. */
 export function lowerThreadPriority(by: number): void {
   // On Linux a nice value belongs to a thread (setpriority(2), under BUGS: NPTL threads each have their
   // own), so this lowers this worker alone. Elsewhere it would lower the whole process: left alone there.

@@ -1,14 +1,15 @@
 /**
  * Worker thread that owns one SQLite connection to the request log (../store-thread.ts): the log writer's, or
- * the one the server queries through (log-thread.ts). Messages name a method of SqliteLogStore.
+ * one of the two the server queries and prunes through (log-thread.ts). Messages name a method of
+ * SqliteLogStore; `nice` is how far below the event loop the thread runs (../thread-worker.ts).
  */
 import { workerData } from 'node:worker_threads';
-import { STORE_THREAD_NICE, lowerThreadPriority, serveStoreCalls } from '../thread-worker.js';
-import { SqliteLogStore, type WorkerStoreOptions } from './log-store.js';
+import { lowerThreadPriority, serveStoreCalls } from '../thread-worker.js';
+import { SqliteLogStore, type SqliteWorkerData } from './log-store.js';
 
-lowerThreadPriority(STORE_THREAD_NICE);
+const { path, options, nice } = workerData as SqliteWorkerData;
+lowerThreadPriority(nice);
 
-const { path, options } = workerData as { path: string; options: WorkerStoreOptions };
 const store = new SqliteLogStore(path, options);
 
 /** What a caller may ask for: the store's queries and writes. Opening, migrating and closing are not calls. */

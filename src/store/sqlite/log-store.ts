@@ -171,6 +171,14 @@ export interface SqliteLogStoreOptions extends OpenOptions {
 /** What a worker's store is opened with (store-thread.ts): the options that cross a thread (no callbacks). */
 export type WorkerStoreOptions = Omit<SqliteLogStoreOptions, 'onSearchIndex'>;
 
+/** What a worker of log-store-worker.ts is started with. */
+export interface SqliteWorkerData {
+  path: string;
+  options: WorkerStoreOptions;
+  /** How many nice levels below the starting thread it runs (store-thread.ts's WRITING_/READING_THREAD_NICE). */
+  nice: number;
+}
+
 export class SqliteLogStore implements LogStore {
   private readonly db: Db;
   private readonly stmt: StatementCache;

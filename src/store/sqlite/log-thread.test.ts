@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fillLog, makeLogRow } from '../../../test/helpers/log-rows.js';
+import { threadNices } from '../../../test/helpers/thread-nices.js';
 import { DomainError } from '../../errors.js';
 import { SqliteLogThread } from './log-thread.js';
 
@@ -33,6 +34,31 @@ describe('SqliteLogThread', () => {
     await store.close();
   }, 60_000);
 
+  it.runIf(process.platform === 'linux')(
+    "reads at the lowest priority, and writes (the prune, the batch ledger) at the log writer's",
+    async () => {
+      const store = new SqliteLogThread(path);
+      await store.migrate();
+      const loop = threadNices().get(String(process.pid))!;
+      const known = new Set(threadNices().keys());
+      const started = () => {
+        // Only the lowered ones: a worker's first start may add threads of Node's own, at the loop's nice.
+        const added = [...threadNices()].filter(([tid]) => !known.has(tid));
+        for (const [tid] of added) known.add(tid);
+        return added.filter(([, nice]) => nice > loop).map(([, nice]) => nice);
+      };
+      try {
+        await store.usageSeries({ account_id: 'acct-1' }, 'day');
+        expect(started()).toEqual([19]);
+        await store.prune(new Date().toISOString());
+        expect(started()).toEqual([Math.min(19, loop + 5)]);
+        expect(threadNices().get(String(process.pid))).toBe(loop);
+      } finally {
+        await store.close();
+      }
+    },
+  );
+
   it('rebuilds the store refusals the console maps to 400s', async () => {
     const store = new SqliteLogThread(path);
     await store.migrate();
@@ -45,7 +71,7 @@ describe('SqliteLogThread', () => {
   it('lets an idle worker exit and starts a new one for the next call', async () => {
     const store = new SqliteLogThread(path, { idleMs: 50 });
     await store.migrate();
-    const running = () => store['thread']['current'] !== null;
+    const running = () => store['reads']['current'] !== null || store['writes']['current'] !== null;
     await store.insertBatch([makeLogRow({ at: Date.now() })]);
     expect(running()).toBe(true);
     await new Promise((r) => setTimeout(r, 300));

@@ -1,9 +1,11 @@
 /**
  * The SQLite request log as the server queries it: every call on a worker thread (../store-thread.ts), so a
  * long read never holds the event loop. Both drivers are synchronous; on the event loop, a console chart over
- * a month of 1,000,000 rows (2.3 s) or an hourly prune stopped every proxied request until it returned. The
- * worker's connection reads beside the log writer's (WAL). A budget's spend is read on the writer's worker
- * instead (factory.ts, LogWriter.spendSince). Migrating stays on the caller's thread, at start.
+ * a month of 1,000,000 rows (2.3 s) or an hourly prune stopped every proxied request until it returned.
+ * Reads run on one thread at the lowest priority, beside the log writer's connection (WAL: a reader blocks no
+ * writer); the prune, the batch ledger and the rollup's fill write on another, at the writer's priority, as
+ * they hold SQLite's one write lock while they run. A budget's spend is read on the writer's worker instead
+ * (factory.ts, LogWriter.spendSince). Migrating stays on the caller's thread, at start.
  */
 import type {
   BodyCutoff,
@@ -27,28 +29,37 @@ import type {
 } from '../types.js';
 import type { RequestLogRow } from '../../types.js';
 import type { BatchStore } from '../batch-types.js';
-import { SqliteLogStore, type SqliteLogStoreOptions } from './log-store.js';
-import { LOG_READER_IDLE_MS, StoreThread } from '../store-thread.js';
+import { SqliteLogStore, type SqliteLogStoreOptions, type SqliteWorkerData } from './log-store.js';
+import {
+  LOG_READER_IDLE_MS,
+  READING_THREAD_NICE,
+  StoreThread,
+  WRITING_THREAD_NICE,
+} from '../store-thread.js';
 
 export interface SqliteLogThreadOptions extends SqliteLogStoreOptions {
-  /** The worker exits after this long without a call (LOG_READER_IDLE_MS unless a test says otherwise). */
+  /** Each worker exits after this long without a call (LOG_READER_IDLE_MS unless a test says otherwise). */
   idleMs?: number;
 }
 
 export class SqliteLogThread implements LogStore {
-  private readonly thread: StoreThread;
+  private readonly reads: StoreThread;
+  private readonly writes: StoreThread;
 
   constructor(
     private readonly path: string,
     private readonly opts: SqliteLogThreadOptions = {},
   ) {
     const { onSearchIndex: _notify, idleMs, ...store } = opts;
-    this.thread = new StoreThread({
-      name: 'the SQLite log store',
-      module: new URL('./log-store-worker', import.meta.url),
-      workerData: { path, options: store },
-      idleMs: idleMs ?? LOG_READER_IDLE_MS,
-    });
+    const thread = (nice: number) =>
+      new StoreThread({
+        name: 'the SQLite log store',
+        module: new URL('./log-store-worker', import.meta.url),
+        workerData: { path, options: store, nice } satisfies SqliteWorkerData,
+        idleMs: idleMs ?? LOG_READER_IDLE_MS,
+      });
+    this.reads = thread(READING_THREAD_NICE);
+    this.writes = thread(WRITING_THREAD_NICE);
   }
 
   async migrate(): Promise<void> {
@@ -61,16 +72,20 @@ export class SqliteLogThread implements LogStore {
     }
   }
 
-  close(): Promise<void> {
-    return this.thread.close();
+  async close(): Promise<void> {
+    await Promise.all([this.reads.close(), this.writes.close()]);
   }
 
   private call<T>(method: keyof LogStore, ...args: unknown[]): Promise<T> {
-    return this.thread.call<T>(method, args);
+    return this.reads.call<T>(method, args);
+  }
+
+  private write<T>(method: keyof LogStore, ...args: unknown[]): Promise<T> {
+    return this.writes.call<T>(method, args);
   }
 
   insertBatch(rows: readonly RequestLogRow[]): Promise<InsertResult> {
-    return this.call('insertBatch', rows);
+    return this.write('insertBatch', rows);
   }
   listRequests(
     f: RequestFilter,
@@ -112,7 +127,7 @@ export class SqliteLogThread implements LogStore {
     return this.call('sessionCalls', scope, session, opts);
   }
   prune(before: string, bodies?: readonly BodyCutoff[]): Promise<{ deleted: number }> {
-    return this.call('prune', before, bodies);
+    return this.write('prune', before, bodies);
   }
   count(): Promise<number> {
     return this.call('count');
@@ -128,7 +143,7 @@ export class SqliteLogThread implements LogStore {
     return this.call('spendSince', keyId, since, endUser);
   }
   addSpend(entries: readonly SpendEntry[]): Promise<void> {
-    return this.call('addSpend', entries);
+    return this.write('addSpend', entries);
   }
   usageTop(
     f: RequestFilter,
@@ -139,11 +154,11 @@ export class SqliteLogThread implements LogStore {
     return this.call('usageTop', f, by, rank, limit);
   }
   fillUsageRollup(): Promise<boolean> {
-    return this.call('fillUsageRollup');
+    return this.write('fillUsageRollup');
   }
-  upsertBatch: BatchStore['upsertBatch'] = (b) => this.call('upsertBatch', b);
+  upsertBatch: BatchStore['upsertBatch'] = (b) => this.write('upsertBatch', b);
   batchByOutputFile: BatchStore['batchByOutputFile'] = (accountId, provider, fileId) =>
     this.call('batchByOutputFile', accountId, provider, fileId);
-  claimBatchResults: BatchStore['claimBatchResults'] = (c) => this.call('claimBatchResults', c);
+  claimBatchResults: BatchStore['claimBatchResults'] = (c) => this.write('claimBatchResults', c);
   listBatches: BatchStore['listBatches'] = (accountId, limit) => this.call('listBatches', accountId, limit);
 }

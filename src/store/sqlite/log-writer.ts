@@ -6,8 +6,8 @@
  */
 import type { RequestLogRow } from '../../types.js';
 import { LOG_BATCH_BODY_CHARS, type InsertResult, type SpendEntry } from '../types.js';
-import { StoreThread } from '../store-thread.js';
-import { encodeRows, type WorkerStoreOptions } from './log-store.js';
+import { StoreThread, WRITING_THREAD_NICE } from '../store-thread.js';
+import { encodeRows, type SqliteWorkerData } from './log-store.js';
 
 /**
  * The worker holds one batch at a time: a small heap keeps its share of the process's memory small, but it
@@ -53,8 +53,9 @@ export class SqliteLogWriter {
       module: new URL('./log-store-worker', import.meta.url),
       workerData: {
         path,
-        options: { cacheMb: opts.cacheMb, trustEncoded: true } satisfies WorkerStoreOptions,
-      },
+        options: { cacheMb: opts.cacheMb, trustEncoded: true },
+        nice: WRITING_THREAD_NICE,
+      } satisfies SqliteWorkerData,
       idleMs: opts.idleMs ?? LOG_WRITER_IDLE_MS,
       resourceLimits: workerLimits(opts.batchChars ?? LOG_BATCH_BODY_CHARS),
     });
