@@ -1,9 +1,9 @@
 /**
  * A log store on a worker thread, called by method name (the worker answers with thread-worker.ts). SQLite's
  * drivers are synchronous: a query on the event loop holds every proxied request until it returns; the log
- * writer (sqlite/log-writer.ts) and the store the server reads through (sqlite/log-thread.ts) each own one.
- * On PostgreSQL the console's reads (postgres/log-thread.ts) run on one too: the database does the work, but
- * parsing a month's sums and merging them took the event loop 10-20 ms a view.
+ * writer (sqlite/log-writer.ts) owns one, and the store the server reads and prunes through
+ * (sqlite/log-thread.ts) two. On PostgreSQL the console's reads (postgres/log-thread.ts) run on one too: the
+ * database does the summing, but parsing a month's sums and merging them is 10-20 ms of CPU a view.
  *
  * The worker starts on the first call and exits after `idleMs` without one; the next call starts another.
  */
@@ -14,8 +14,8 @@ import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { DOMAIN_ERRORS, domainError, type DomainErrorCode } from '../errors.js';
 
 /**
- * A reading thread is started by the console, the hourly prune and the batch ledger; a start costs ~30 ms
- * of CPU, an idle thread several MB: 30 s covers a person clicking through the console.
+ * The server's log threads are started by the console, the hourly prune and the batch ledger; a start costs
+ * ~30 ms of CPU, an idle thread several MB: 30 s covers a person clicking through the console.
  */
 export const LOG_READER_IDLE_MS = 30_000;
 
