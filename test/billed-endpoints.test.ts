@@ -39,9 +39,19 @@ afterAll(() => h.close());
 async function row(response: Response): Promise<RequestLogRow> {
   const id = response.headers.get('x-keyrelay-request-id');
   expect(id).toBeTruthy();
-  await h.flushLog();
-  const r = await h.kr.services.logStore.getRequest(user.accountId, id!);
-  expect(r, `row ${id}`).not.toBeNull();
+  // The row is built after the last byte (a compressed stream's usage once its decoder is through), so the
+  // client can be done before the row is queued: flushed and asked again until it is there.
+  let r: RequestLogRow | null = null;
+  await expect
+    .poll(
+      async () => {
+        await h.flushLog();
+        r = await h.kr.services.logStore.getRequest(user.accountId, id!);
+        return r;
+      },
+      { timeout: 10_000, message: `row ${id}` },
+    )
+    .not.toBeNull();
   return r!;
 }
 
