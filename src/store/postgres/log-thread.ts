@@ -1,8 +1,8 @@
 /**
  * The PostgreSQL request log as the server uses it. The console's reads run on a worker thread with a pool
  * of its own (log-reader-worker.ts): the database does the summing, but the driver parsing a page of a
- * month's sums and the merge of their latency histograms took the event loop 10-20 ms a view, and views
- * asked back to back put that in the proxy's p99. Writes, the prune, budgets' spend and the batch ledger are
+ * month's sums and the merge of their latency histograms are 10-20 ms of CPU a view, which on the event loop
+ * views asked back to back would put in the proxy's p99. Writes, the prune, budgets' spend and the batch ledger are
  * quick statements whose results are small: they stay on the event loop's pool, as migrating does.
  */
 import { LOG_READER_IDLE_MS, StoreThread } from '../store-thread.js';
