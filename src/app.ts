@@ -25,7 +25,7 @@ import { securityHeaders } from './console-api/security.js';
 import type { LoginThrottle } from './accounts/throttle.js';
 import type { KeyEventBus } from './keys/events.js';
 import type { Metrics } from './metrics.js';
-import { guardConnections, guardedServerOptions, guardRequests } from './http-guard.js';
+import { answerClientError, guardConnections, guardedServerOptions, guardRequests } from './http-guard.js';
 import { RequestLogController } from './logger.js';
 import { createProxyHandler, type ProxyServices, type Shutdown } from './proxy/handle.js';
 import { PROXY_PREFIX } from './proxy/target.js';
@@ -88,6 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: deps.config.trustProxy,
     bodyLimit: 1024 * 1024,
     pluginTimeout: PLUGIN_START_TIMEOUT_MS,
+    clientErrorHandler: answerClientError,
     serverFactory: (fastifyHandler) => {
       const server = createServer(
         { noDelay: true, keepAliveTimeout: 75_000, ...guardedServerOptions(deps.config.guard) },

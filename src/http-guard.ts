@@ -6,7 +6,13 @@
  * docs/threat-model.md lists every limit and why its default is what it is.
  */
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import {
+  STATUS_CODES,
+  type IncomingMessage,
+  type Server,
+  type ServerOptions,
+  type ServerResponse,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 
@@ -154,25 +160,23 @@ const LINGER_MS = 10_000;
 const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
- * For an answer sent before its request's body was read (a refusal): the connection ends after it, but as
- * nginx's lingering close does. Closing a socket with unread bytes makes the kernel send a reset, and the
- * client, still writing, loses the answer it has not read yet. So the body is read and discarded, our side
- * is closed (FIN) once the answer is out, and the socket is destroyed when the body is in, or after
- * LINGER_MS or LINGER_MAX_BYTES. Call before writing the answer, which must not say `connection: close`
- * (Node would destroy the socket as soon as the answer is out).
+ * Sends an answer written before its request's body was read (a refusal) and ends the connection as
+ * nginx's lingering close does. The answer says `connection: close`, so no client sends another request on
+ * this connection. Its bytes go out at once, but the response is ended only once the body is in (read and
+ * thrown away): ending it is what makes Node close the socket, and closing over unread bytes makes the
+ * kernel send a reset, which loses the answer a client still writing its upload has not read yet (most SDKs
+ * send the whole body before reading). A client that writes on past LINGER_MS or LINGER_MAX_BYTES is cut.
  */
-export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+export function answerBeforeBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  body: string,
+): void {
   closingAnswers.add(res);
   const socket = req.socket;
   let read = 0;
-  let answered = false;
-  let bodyIn = req.complete;
-  // Once both are over nothing unread is left: closing now sends no reset, only what is still queued.
-  const done = () => {
-    if (!answered || !bodyIn) return;
-    if (socket.writableFinished) socket.destroy();
-    else socket.once('finish', () => socket.destroy());
-  };
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();
   socket.once('close', () => clearTimeout(timer));
@@ -180,16 +184,10 @@ export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): voi
     read += chunk.length;
     if (read > LINGER_MAX_BYTES) socket.destroy();
   });
-  req.once('end', () => {
-    bodyIn = true;
-    done();
-  });
+  req.once('end', () => res.end());
   req.resume();
-  res.once('finish', () => {
-    answered = true;
-    if (!socket.writableEnded) socket.end();
-    done();
-  });
+  res.writeHead(status, { ...headers, connection: 'close' });
+  res.write(body);
 }
 
 /**
@@ -206,6 +204,7 @@ export function guardRequests(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const current = new WeakMap<Socket, ServerResponse>();
   const run = (req: IncomingMessage, res: ServerResponse) => {
+    writing.set(req.socket, res);
     // Node keeps at most ~1,000 header lines and drops the rest unseen (a repeated proxy-api-key among
     // them): too many is refused, not trimmed.
     if (req.rawHeaders.length / 2 > limits.maxHeaders)
@@ -239,6 +238,40 @@ export function guardRequests(
     before.once('finish', next);
     before.once('close', next);
   };
+}
+
+/** The answer each connection is writing or last wrote (later pipelined ones wait for it). */
+const writing = new WeakMap<Socket, ServerResponse>();
+
+/** Node's parse and timeout errors that are not a malformed request (400). */
+const CLIENT_ERROR_ANSWERS: Record<string, [status: number, code: string, message: string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'The request took too long to arrive.'],
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'The request headers are too large.'],
+};
+
+/**
+ * The server's `clientError` handler (bytes that are no request, or a request that took too long): answered
+ * in keyrelay's shape and the connection closed. Written only when no answer is part-way out on the
+ * connection, as Node's own handler does; its bytes would land inside that answer's.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const answer = writing.get(socket);
+  const midAnswer = answer !== undefined && answer.headersSent && !answer.writableFinished;
+  if (socket.writable && !midAnswer) {
+    const [status, code, message] = CLIENT_ERROR_ANSWERS[err.code ?? ''] ?? [
+      400,
+      'bad_request',
+      'The request is not valid HTTP/1.1.',
+    ];
+    const body = JSON.stringify({ error: { message, type: 'keyrelay_error', code } });
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nx-content-type-options: nosniff\r\n` +
+        `connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }
 
 /**

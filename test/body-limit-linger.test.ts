@@ -1,11 +1,12 @@
 /**
  * A body over KEYRELAY_MAX_BODY_BYTES, declared by its Content-Length, is refused 413 before it is read;
  * the refusal must reach a client that is still writing. keyrelay closes such a connection as nginx's
- * lingering close does: the answer, then its side closed, the rest of the body read and thrown away (for a
- * bounded time and size), then the socket. Without that the kernel resets the connection over the unread
- * bytes and the client sees EPIPE / ECONNRESET instead of the 413.
+ * lingering close does: the answer (saying `connection: close`), the rest of the body read and thrown away
+ * (for a bounded time and size), then the socket. Without that the kernel resets the connection over the
+ * unread bytes and the client sees EPIPE / ECONNRESET instead of the 413.
  */
 import Anthropic from '@anthropic-ai/sdk';
+import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import OpenAI from 'openai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -143,8 +144,49 @@ function keepWriting(head: string, maxBytes: number, piece: (n: number) => Buffe
 
 const PATH = '/api/proxy/openai/v1/chat/completions';
 
+describe('a keep-alive client', () => {
+  it('sends its next request on a new connection after the 413, and every one is answered', async () => {
+    // Node's keep-alive agent reuses a connection the moment an answer that did not say `close` is over:
+    // a 413 that said keep-alive and was then closed under it lost the next request to a reset.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          {
+            agent,
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: PATH,
+            headers: {
+              'proxy-api-key': key,
+              'content-type': 'application/json',
+              'content-length': body.length,
+            },
+          },
+          (res) => {
+            res.resume();
+            res.once('end', () => resolve(res.statusCode!));
+          },
+        );
+        req.once('error', reject);
+        req.end(body);
+      });
+    const small = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const body = 'x'.repeat(MiB + 1);
+    try {
+      for (let i = 0; i < 10; i++) {
+        expect(await post(body)).toBe(413);
+        expect(await post(small)).toBe(200);
+      }
+    } finally {
+      agent.destroy();
+    }
+  }, 60_000);
+});
+
 describe('a raw client that keeps writing', () => {
-  it('gets the 413, then keyrelay closes its side, then the socket once the body is in', async () => {
+  it('gets the 413 while writing, and the connection is closed cleanly once the body is in', async () => {
     // More than the kernel's buffers on both ends take: the client is still writing when the 413 is out.
     const length = 32 * MiB;
     const head = rawHead(`POST ${PATH} HTTP/1.1`, [
@@ -156,6 +198,9 @@ describe('a raw client that keeps writing', () => {
     const w = await keepWriting(head, length, () => Buffer.alloc(64 * 1024, 'x'));
     expect(w.received).toMatch(/^HTTP\/1\.1 413 /);
     expect(w.received).toContain('proxy_body_too_large');
+    // The answer says what happens next: a client is never told to reuse a connection that is closing.
+    expect(w.received).toMatch(/\r\nconnection: close\r\n/i);
+    expect(w.received).not.toMatch(/keep-alive/i);
     expect(w.endedAt).not.toBeNull();
     expect(w.error).toBeNull(); // nothing was reset under it
     expect(w.written).toBe(length);
@@ -190,7 +235,6 @@ describe('a raw client that keeps writing', () => {
       socket.write(head);
     });
     expect(w.received).toMatch(/^HTTP\/1\.1 413 /);
-    expect(w.endedAt).not.toBeNull();
     // The linger is 10 s; generous for a shared machine, and far from "forever".
     expect(w.closedAt).toBeLessThan(30_000);
   }, 60_000);

@@ -218,3 +218,36 @@ describe('pipelining behind a closing refusal', () => {
     expect(ib).toBeGreaterThan(ia);
   });
 });
+
+describe('bytes that are not HTTP', () => {
+  it('are answered 400 in keyrelay’s error shape, and the connection closed', async () => {
+    const res = await converse(['NOT HTTP AT ALL\r\n\r\n']);
+    expect(statuses(res.received)).toEqual([400]);
+    expect(res.received).toContain('"type":"keyrelay_error"');
+    expect(res.received.toLowerCase()).toContain('connection: close');
+    expect(res.closed).toBe(true);
+  });
+
+  it('arriving while a stream is answered, cut the connection without writing into the stream', async () => {
+    const body = JSON.stringify({
+      model: 'gpt-4o',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    const streaming =
+      rawHead(`POST ${PATH} HTTP/1.1`, [
+        'Host: x',
+        `proxy-api-key: ${key}`,
+        'content-type: application/json',
+        'x-fake-events: 20',
+        'x-fake-event-delay-ms: 50',
+        `content-length: ${Buffer.byteLength(body)}`,
+      ]) + body;
+    // The garbage follows once the stream's first events are out.
+    const res = await converse([streaming, 'NOT HTTP AT ALL\r\n\r\n'], 400);
+    expect(statuses(res.received)).toEqual([200]);
+    expect(res.received).toContain('data: ');
+    expect(res.received).not.toContain('keyrelay_error');
+    expect(res.closed).toBe(true);
+  });
+});

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { ProxyError } from '../errors.js';
-import { closeAfterAnswer } from '../http-guard.js';
+import { answerBeforeBody } from '../http-guard.js';
 import type { Outcome } from '../types.js';
 import { observeRow } from '../metrics.js';
 import { logRefusal, refusalBody, refusalHeaders } from './admission.js';
@@ -28,9 +28,9 @@ export function refuse(
     const body = refusalBody(ex, err);
     const headers = refusalHeaders(err, ex.id, body);
     // An unread body (413, refused before reading) would be taken for the next request on this connection:
-    // the connection ends after the answer, with the body read and discarded meanwhile (http-guard.ts).
-    if (!req.complete) closeAfterAnswer(req, res);
-    res.writeHead(err.status, headers).end(body);
+    // the connection ends after the answer, with the body read and discarded first (http-guard.ts).
+    if (!req.complete) answerBeforeBody(req, res, err.status, headers, body);
+    else res.writeHead(err.status, headers).end(body);
   }
   logRefusal(s, ex, err, outcome);
   finish(s, ex, req, res, outcome);
