@@ -25,7 +25,13 @@ import { securityHeaders } from './console-api/security.js';
 import type { LoginThrottle } from './accounts/throttle.js';
 import type { KeyEventBus } from './keys/events.js';
 import type { Metrics } from './metrics.js';
-import { answerClientError, guardConnections, guardedServerOptions, guardRequests } from './http-guard.js';
+import {
+  answerClientError,
+  guardConnections,
+  guardContinue,
+  guardedServerOptions,
+  guardRequests,
+} from './http-guard.js';
 import { RequestLogController } from './logger.js';
 import { createProxyHandler, type ProxyServices, type Shutdown } from './proxy/handle.js';
 import { PROXY_PREFIX } from './proxy/target.js';
@@ -90,17 +96,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     pluginTimeout: PLUGIN_START_TIMEOUT_MS,
     clientErrorHandler: answerClientError,
     serverFactory: (fastifyHandler) => {
+      const listener = guardRequests(
+        deps.config.guard,
+        (req, res) => {
+          if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);
+          else fastifyHandler(req, res);
+        },
+        (req) => !isProxyRequest(req.url ?? ''),
+      );
       const server = createServer(
         { noDelay: true, keepAliveTimeout: 75_000, ...guardedServerOptions(deps.config.guard) },
-        guardRequests(
-          deps.config.guard,
-          (req, res) => {
-            if (proxyHandler && isProxyRequest(req.url ?? '')) proxyHandler(req, res);
-            else fastifyHandler(req, res);
-          },
-          (req) => !isProxyRequest(req.url ?? ''),
-        ),
+        listener,
       );
+      guardContinue(server, listener, (req) => isProxyRequest(req.url ?? ''));
       guardConnections(server, deps.config.guard, deps.log);
       return server;
     },

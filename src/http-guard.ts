@@ -240,6 +240,31 @@ export function guardRequests(
   };
 }
 
+/** Requests whose client holds its body until told to send it (`Expect: 100-continue`), not told yet. */
+const holdingBody = new WeakSet<IncomingMessage>();
+
+/**
+ * Node answers `Expect: 100-continue` with `100 Continue` at once unless the server listens for
+ * `checkContinue`. Requests `holds` picks (the proxy's) are left waiting until `askForBody`, so a refusal
+ * by key or declared length goes out before the client uploads anything; the others are told at once.
+ */
+export function guardContinue(
+  server: Server,
+  listener: (req: IncomingMessage, res: ServerResponse) => void,
+  holds: (req: IncomingMessage) => boolean,
+): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (holds(req)) holdingBody.add(req);
+    else res.writeContinue();
+    listener(req, res);
+  });
+}
+
+/** Tells a client holding its body to send it; nothing for one that never asked to be told. */
+export function askForBody(req: IncomingMessage, res: ServerResponse): void {
+  if (holdingBody.delete(req)) res.writeContinue();
+}
+
 /** The answer each connection is writing or last wrote (later pipelined ones wait for it). */
 const writing = new WeakMap<Socket, ServerResponse>();
 

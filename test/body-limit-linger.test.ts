@@ -7,7 +7,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { Agent, request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import OpenAI from 'openai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -238,4 +238,72 @@ describe('a raw client that keeps writing', () => {
     // The linger is 10 s; generous for a shared machine, and far from "forever".
     expect(w.closedAt).toBeLessThan(30_000);
   }, 60_000);
+});
+
+/** Sends `head` alone and collects what comes back until `until` matches it; the socket is left open. */
+function headFirst(head: string, until: RegExp): Promise<{ received: string; socket: Socket }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    let received = '';
+    const timer = setTimeout(() => reject(new Error(`no ${until} in ${JSON.stringify(received)}`)), 5_000);
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+      if (until.test(received)) {
+        clearTimeout(timer);
+        resolve({ received, socket });
+      }
+    });
+    socket.on('error', () => undefined);
+    socket.write(head);
+  });
+}
+
+describe('a client that sends Expect: 100-continue', () => {
+  const expectHead = (path: string, headers: string[]) =>
+    rawHead(`POST ${path} HTTP/1.1`, [
+      'Host: x',
+      'content-type: application/json',
+      'Expect: 100-continue',
+      ...headers,
+    ]);
+
+  it('is refused 413 by its declared length before it is told to send the body', async () => {
+    const head = expectHead(PATH, [`proxy-api-key: ${key}`, `content-length: ${2 * MiB}`]);
+    const { received, socket } = await headFirst(head, /proxy_body_too_large/);
+    expect(received).toMatch(/^HTTP\/1\.1 413 /);
+    expect(received).not.toContain('100 Continue');
+    expect(received).toMatch(/\r\nconnection: close\r\n/i);
+    socket.destroy();
+  });
+
+  it('is refused 401 for a bad key before it is told to send the body', async () => {
+    const head = expectHead(PATH, ['proxy-api-key: kr_not_a_real_key', 'content-length: 100']);
+    const { received, socket } = await headFirst(head, /"code":"proxy_key_invalid"|authentication_error/);
+    expect(received).toMatch(/^HTTP\/1\.1 401 /);
+    expect(received).not.toContain('100 Continue');
+    socket.destroy();
+  });
+
+  it('is told to continue once its key and length are accepted, and its call goes through', async () => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const head = expectHead(PATH, [`proxy-api-key: ${key}`, `content-length: ${Buffer.byteLength(body)}`]);
+    const { received, socket } = await headFirst(head, /^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    const answer = await new Promise<string>((resolve) => {
+      let rest = received.slice(received.indexOf('\r\n\r\n') + 4);
+      socket.on('data', (d: Buffer) => {
+        rest += d.toString('latin1');
+        if (/"choices"/.test(rest)) resolve(rest);
+      });
+      socket.write(body);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    socket.destroy();
+  });
+
+  it('is told to continue at once by the console, which reads bodies itself', async () => {
+    const body = JSON.stringify({ email: 'linger@example.com', password: 'wrong' });
+    const head = expectHead('/api/console/login', [`content-length: ${Buffer.byteLength(body)}`]);
+    const { socket } = await headFirst(head, /^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    socket.destroy();
+  });
 });

@@ -1,10 +1,14 @@
 /** Reads a request body into memory, bounded: usage parsing and body logging need it whole anyway. */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ProxyError } from '../errors.js';
+import { askForBody } from '../http-guard.js';
 
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (declared > limit) return Promise.reject(new ProxyError('proxy_body_too_large'));
+  // A client that sent `Expect: 100-continue` is told to send its body only now, once its key and the
+  // declared length are accepted: a refusal costs it no upload.
+  askForBody(req, res);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

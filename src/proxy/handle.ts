@@ -83,7 +83,7 @@ async function handle(
 
   // 3. Body: bounded, forwarded as received (one documented exception: stream usage, see usage/).
   try {
-    ex.requestBody = await readBody(req, s.config.maxBodyBytes);
+    ex.requestBody = await readBody(req, res, s.config.maxBodyBytes);
   } catch (err) {
     if (err instanceof ProxyError) return refuse(s, ex, req, res, err);
     return finish(s, ex, req, res, 'client_aborted');
