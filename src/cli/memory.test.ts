@@ -64,11 +64,14 @@ describe('the quiet spell', () => {
       idleMs: 1000,
       onCollect: (reason) => collections.push(reason),
     });
-    let grown: Buffer | null = null;
+    let grown: Buffer[] | null = [];
     try {
-      // Resident for sure (filled, not calloc's untouched zero pages): RSS is ~12 MB over the baseline (start-up's
-      // first requests leave 3–7), under the old 16 MB bar. The default bar must see it.
-      grown = Buffer.alloc(12 * 1024 * 1024, 1);
+      // Filled buffers (not calloc's untouched zero pages), added until RSS shows ~12 MB over the baseline
+      // (start-up's first requests leave 3–7; the old bar was 16 MB): the allocator may hand a buffer memory
+      // it kept resident from earlier tests, which RSS does not count again.
+      const before = rssMb();
+      while (rssMb() - before < 12 && grown.length < 64) grown.push(Buffer.alloc(4 * 1024 * 1024, 1));
+      expect(rssMb() - before).toBeGreaterThanOrEqual(12);
       // 1 s of quiet, judged by 200 ms ticks: ~1.4 s, later on a busy machine.
       for (let waited = 0; waited < 6000 && collections.length < 2; waited += 100) {
         await new Promise((r) => setTimeout(r, 100));
@@ -78,7 +81,7 @@ describe('the quiet spell', () => {
       expect(collections.filter((c) => c !== 'start').length).toBe(1);
     } finally {
       reclaim.stop();
-      expect(grown?.length).toBe(12 * 1024 * 1024);
+      expect(grown.length).toBeGreaterThan(0);
       grown = null;
     }
   }, 20_000);
