@@ -197,7 +197,10 @@ describe('batches through the official SDKs', () => {
     expect(h.anthropic.requests.length - upstreamBefore).toBe(4);
     const total = SUCCEEDED * anthropicLinePrice() * BATCH_FACTOR;
     expect((await spend()) - before).toBeCloseTo(total, 12);
-    const downloads = (await rows()).filter((r) => r.path.endsWith(`${created.id}/results`));
+    const downloadRows = async () => (await rows()).filter((r) => r.path.endsWith(`${created.id}/results`));
+    // Each download's row is queued after the batch ledger has answered (rowsWith, above).
+    await expect.poll(async () => (await downloadRows()).length, { timeout: 10_000 }).toBe(2);
+    const downloads = await downloadRows();
     expect(downloads.map((r) => r.cost_usd).sort()).toEqual([0, expect.closeTo(total, 12)]);
     const [batch] = (await h.kr.services.logStore.listBatches(user.accountId, 10)).filter(
       (b) => b.batch_id === created.id,
