@@ -330,8 +330,27 @@ describe('compose.yaml', () => {
     );
     stop = true;
     await Promise.all(callers);
-    const restarts = await podman(['inspect', '--format', '{{.RestartCount}}', container('keyrelay-1')]);
-    expect(Number(restarts)).toBe(1);
+    const restarts = Number(
+      await podman(['inspect', '--format', '{{.RestartCount}}', container('keyrelay-1')]),
+    );
+    const log = await podman(['logs', container('keyrelay-1')]);
+    // podman counts restart attempts, and on a loaded machine one kill has shown as two. What must hold: the
+    // instance came back, and no keyrelay process in it died of an uncaught error (Node prints its stack).
+    if (restarts !== 1) {
+      const events = await podman([
+        'events',
+        '--stream=false',
+        '--since',
+        new Date(killedAt - 1_000).toISOString(),
+        '--filter',
+        `container=${container('keyrelay-1')}`,
+        '--format',
+        '{{.Time}} {{.Status}}',
+      ]).catch((e: Error) => e.message);
+      console.log(`keyrelay-1 restarted ${restarts} times:\n${events}\n${log.slice(-6000)}`);
+    }
+    expect(restarts).toBeGreaterThanOrEqual(1);
+    expect(log).not.toMatch(/^Uncaught|^\s+at .+:\d+:\d+\)?$/m);
 
     // Only a call in flight on the killed instance (or sent on nginx's connection to it as it closed) may
     // fail, nginx's 502 or a cut stream: at most one per caller, whose next calls keyrelay-2 answers.
