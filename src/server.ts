@@ -135,7 +135,13 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const metrics = createMetrics();
   const log = createLogger(config.logLevel, config.logFormat);
   registerUpstreams(config.namedUpstreams);
-  const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) => log.info(msg));
+  // No deadline, unlike startStep: a migration of a large log may rightly take long.
+  const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) =>
+    log.info(msg),
+  ).catch((err: unknown) => {
+    const store = config.databaseUrl ? 'PostgreSQL (KEYRELAY_DATABASE_URL)' : 'SQLite (KEYRELAY_DATA_DIR)';
+    throw new Error(`${store}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  });
   log.info({ store: kind, driver, node: process.versions.node }, 'stores open');
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
   let bus: KeyEventBus;

@@ -278,6 +278,35 @@ describe('PostgreSQL outage with the request log off', () => {
   }, 120_000);
 });
 
+describe('PostgreSQL away at start', () => {
+  // The error names the store and its variable, never the URL (it may hold a password).
+  it.each(['refuse', 'blackhole'] as const)(
+    'a start with PostgreSQL away (%s) exits 1 naming PostgreSQL, instead of staying up never listening',
+    async (mode) => {
+      const pgProxy = await faultProxyTo(5432);
+      pgProxy.cut(mode);
+      const url = db.url.replace('127.0.0.1:5432', pgProxy.host);
+      const result = await runCli(
+        ['serve'],
+        {
+          KEYRELAY_DATABASE_URL: url,
+          KEYRELAY_PORT: '0',
+          KEYRELAY_OPENAI_UPSTREAM: openai.url,
+          KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
+        },
+        undefined,
+        60_000,
+      );
+      expect(result.code, `keyrelay serve still running after 60 s:\n${result.stderr}`).not.toBeNull();
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^keyrelay: PostgreSQL \(KEYRELAY_DATABASE_URL\): /m);
+      expect(result.stderr).not.toContain(url);
+      expect(result.stdout).not.toMatch(/keyrelay listening/);
+    },
+    90_000,
+  );
+});
+
 describe('Redis outage', () => {
   const TTL_MS = 2_000;
 
