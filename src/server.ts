@@ -96,14 +96,21 @@ function fingerprinter(key: Buffer): (credential: string) => string {
   };
 }
 
-/** `work`, or a failed start naming `what`: when `work` fails, or has not settled within START_STEP_MS. */
-async function startStep<T>(what: string, work: Promise<T>): Promise<T> {
+/**
+ * `work`, or a failed start naming `what`: when `work` fails, or has not settled within `deadlineMs`
+ * (none when null).
+ */
+async function startStep<T>(
+  what: string,
+  work: Promise<T>,
+  deadlineMs: number | null = START_STEP_MS,
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
+    if (deadlineMs === null) return;
     timer = setTimeout(
-      () =>
-        reject(new Error(`${what} did not answer within ${START_STEP_MS / 1000} s; keyrelay did not start`)),
-      START_STEP_MS,
+      () => reject(new Error(`${what} did not answer within ${deadlineMs / 1000} s; keyrelay did not start`)),
+      deadlineMs,
     );
   });
   try {
@@ -135,13 +142,12 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const metrics = createMetrics();
   const log = createLogger(config.logLevel, config.logFormat);
   registerUpstreams(config.namedUpstreams);
-  // No deadline, unlike startStep: a migration of a large log may rightly take long.
-  const { configStore, logStore, logWriter, kind, driver } = await openStores(config, (msg) =>
-    log.info(msg),
-  ).catch((err: unknown) => {
-    const store = config.databaseUrl ? 'PostgreSQL (KEYRELAY_DATABASE_URL)' : 'SQLite (KEYRELAY_DATA_DIR)';
-    throw new Error(`${store}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  });
+  // No deadline: a migration of a large log may rightly take long; pg's connect timeout bounds a silent server.
+  const { configStore, logStore, logWriter, kind, driver } = await startStep(
+    config.databaseUrl ? 'PostgreSQL (KEYRELAY_DATABASE_URL)' : 'SQLite (KEYRELAY_DATA_DIR)',
+    openStores(config, (msg) => log.info(msg)),
+    null,
+  );
   log.info({ store: kind, driver, node: process.versions.node }, 'stores open');
   const warn = (err: unknown, msg: string) => log.warn({ err }, msg);
   let bus: KeyEventBus;

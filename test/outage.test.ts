@@ -55,6 +55,30 @@ async function faultProxyTo(port: number): Promise<FaultProxy> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * `keyrelay serve` with `env` (a store away), expected to exit 1 within 60 s without listening; its stderr.
+ * A supervisor (compose's restart policy, Kubernetes) restarts a process that exits, not one that hangs.
+ */
+async function failedStart(env: Record<string, string>): Promise<string> {
+  const started = performance.now();
+  const result = await runCli(
+    ['serve'],
+    {
+      KEYRELAY_PORT: '0',
+      KEYRELAY_OPENAI_UPSTREAM: openai.url,
+      KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
+      ...env,
+    },
+    undefined,
+    60_000,
+  );
+  expect(result.code, `keyrelay serve still running after 60 s:\n${result.stderr}`).not.toBeNull();
+  console.log(`start exited ${result.code} after ${(performance.now() - started).toFixed(0)} ms`);
+  expect(result.code).toBe(1);
+  expect(result.stdout).not.toMatch(/keyrelay listening/);
+  return result.stderr;
+}
+
 /** One number about a key, read straight from PostgreSQL (not through keyrelay). */
 async function readNumber(sql: string, keyId: string): Promise<number> {
   const client = new pg.Client({ connectionString: db.url, connectionTimeoutMillis: 5_000 });
@@ -286,22 +310,9 @@ describe('PostgreSQL away at start', () => {
       const pgProxy = await faultProxyTo(5432);
       pgProxy.cut(mode);
       const url = db.url.replace('127.0.0.1:5432', pgProxy.host);
-      const result = await runCli(
-        ['serve'],
-        {
-          KEYRELAY_DATABASE_URL: url,
-          KEYRELAY_PORT: '0',
-          KEYRELAY_OPENAI_UPSTREAM: openai.url,
-          KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-        },
-        undefined,
-        60_000,
-      );
-      expect(result.code, `keyrelay serve still running after 60 s:\n${result.stderr}`).not.toBeNull();
-      expect(result.code).toBe(1);
-      expect(result.stderr).toMatch(/^keyrelay: PostgreSQL \(KEYRELAY_DATABASE_URL\): /m);
-      expect(result.stderr).not.toContain(url);
-      expect(result.stdout).not.toMatch(/keyrelay listening/);
+      const stderr = await failedStart({ KEYRELAY_DATABASE_URL: url });
+      expect(stderr).toMatch(/^keyrelay: PostgreSQL \(KEYRELAY_DATABASE_URL\): /m);
+      expect(stderr).not.toContain(url);
     },
     90_000,
   );
@@ -310,32 +321,16 @@ describe('PostgreSQL away at start', () => {
 describe('Redis outage', () => {
   const TTL_MS = 2_000;
 
-  // A supervisor (compose's restart policy, Kubernetes) restarts a process that exits, not one that hangs.
   it.each(['refuse', 'blackhole'] as const)(
     'a start with Redis away (%s) exits 1 naming Redis, instead of staying up never listening',
     async (mode) => {
       const redis = await faultProxyTo(6379);
       redis.cut(mode);
-      const started = performance.now();
-      const result = await runCli(
-        ['serve'],
-        {
-          KEYRELAY_DATABASE_URL: db.url,
-          KEYRELAY_REDIS_URL: `redis://127.0.0.1:${redis.port}`,
-          KEYRELAY_PORT: '0',
-          KEYRELAY_OPENAI_UPSTREAM: openai.url,
-          KEYRELAY_ANTHROPIC_UPSTREAM: anthropic.url,
-        },
-        undefined,
-        60_000,
-      );
-      expect(result.code, `keyrelay serve still running after 60 s:\n${result.stderr}`).not.toBeNull();
-      console.log(
-        `Redis ${mode}: start exited ${result.code} after ${(performance.now() - started).toFixed(0)} ms`,
-      );
-      expect(result.code).toBe(1);
-      expect(result.stderr).toMatch(/^keyrelay: Redis \(KEYRELAY_REDIS_URL\)/m);
-      expect(result.stdout).not.toMatch(/keyrelay listening/);
+      const stderr = await failedStart({
+        KEYRELAY_DATABASE_URL: db.url,
+        KEYRELAY_REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      });
+      expect(stderr).toMatch(/^keyrelay: Redis \(KEYRELAY_REDIS_URL\)/m);
     },
     90_000,
   );
