@@ -5,11 +5,15 @@
  */
 import { workerData } from 'node:worker_threads';
 import { lowerThreadPriority, serveStoreCalls } from '../thread-worker.js';
-import { SqliteLogStore, type SqliteWorkerData } from './log-store.js';
+import type { SqliteWorkerData } from './log-store.js';
 
 const { path, options, nice } = workerData as SqliteWorkerData;
 lowerThreadPriority(nice);
 
+// Loaded once the priority is down (a static import runs before this module's first line): the store's
+// modules and better-sqlite3 are ~25 ms of CPU, which a thread starting under load otherwise spent at the
+// event loop's priority, on its core.
+const { SqliteLogStore } = await import('./log-store.js');
 const store = new SqliteLogStore(path, options);
 
 /** What a caller may ask for: the store's queries and writes. Opening, migrating and closing are not calls. */
