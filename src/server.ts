@@ -28,7 +28,7 @@ import {
 } from './limits/index.js';
 import { LOG_QUEUE_OPTIONS, LogQueue } from './log/queue.js';
 import { createRedisTailBus, LocalTailBus, type TailBus } from './log/tail.js';
-import { SpendRollup } from './log/spend-rollup.js';
+import { SPEND_FLUSH_MS, SpendRollup } from './log/spend-rollup.js';
 import type { RequestLogRow } from './types.js';
 import { startRetention } from './log/retention.js';
 import { startRollupFill } from './log/rollup-fill.js';
@@ -215,7 +215,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   const queue = new LogQueue(logWriter, LOG_QUEUE_OPTIONS, metrics, log, (rows) => tail.publish(rows));
   // A budget's spend before an instance first saw its key is read from the request log (docs/limits.md);
   // with the log off, from each key's hourly sums, kept instead of its rows.
-  const spend = new SpendRollup(logWriter, LOG_QUEUE_OPTIONS.flushMs, log);
+  const spend = new SpendRollup(logWriter, SPEND_FLUSH_MS, log);
   const dispatcher = upstreamAgent(config.upstreamKeepAliveMs);
   // Loaded only when export is on: the SDK and its exporters would otherwise sit in every idle process.
   const telemetry = config.telemetry

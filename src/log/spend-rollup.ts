@@ -1,6 +1,6 @@
 /**
  * With the request log off, what budgets would have read from its rows: each key's cost, summed by UTC
- * hour in memory and added to the log store's `key_spend` every flush interval (LogStore.addSpend). Without
+ * hour in memory and added to the log store's `key_spend` every SPEND_FLUSH_MS (LogStore.addSpend). Without
  * it a restart forgot what keys had spent (Redis keeps a shared total, but only while Redis keeps it).
  * A failed write keeps its sums for the next one; a crash loses at most one interval, a stop none.
  */
@@ -12,6 +12,12 @@ import type { RequestLogRow } from '../types.js';
 import { backoffMs, writeAll } from './retry.js';
 
 const HOUR_MS = 3_600_000;
+
+/**
+ * How often the sums are written, so what a crash may lose of keys' spend. Not the log queue's interval:
+ * a write holds a row a key and an hour however many requests it sums, so a short one buys nothing.
+ */
+export const SPEND_FLUSH_MS = 100;
 
 interface Bucket {
   key_id: string;
