@@ -7,7 +7,12 @@ import { getPriority, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import type { Call, Reply } from './store-thread.js';
 
-/** Call once, first thing in the worker: runs it `by` nice levels below the thread that started it. */
+/**
+ * Call once, first thing in the worker: runs it `by` nice levels below the thread that started it. The
+ * worker imports its store dynamically after this call: a static import runs before the module's first
+ * line, so the store's modules (~25 ms of CPU for SQLite's) would load at the event loop's priority, on its
+ * core, whenever a thread starts under load.
+ */
 export function lowerThreadPriority(by: number): void {
   // On Linux a nice value belongs to a thread (setpriority(2), under BUGS: NPTL threads each have their
   // own), so this lowers this worker alone. Elsewhere it would lower the whole process: left alone there.

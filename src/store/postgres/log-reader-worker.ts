@@ -10,8 +10,7 @@ import type { PgLogStoreOptions } from './log-store.js';
 
 lowerThreadPriority(READING_THREAD_NICE);
 
-// Loaded once the priority is down (a static import runs before this module's first line): pg and the
-// store's modules would otherwise load at the event loop's priority, on its core.
+// Imported once the priority is down (lowerThreadPriority says why).
 const { PgLogStore } = await import('./log-store.js');
 const { url, options } = workerData as { url: string; options: PgLogStoreOptions };
 serveStoreCalls(new PgLogStore(url, options), new Set<string>(PG_THREAD_READS), false);

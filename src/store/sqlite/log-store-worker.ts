@@ -10,9 +10,7 @@ import type { SqliteWorkerData } from './log-store.js';
 const { path, options, nice } = workerData as SqliteWorkerData;
 lowerThreadPriority(nice);
 
-// Loaded once the priority is down (a static import runs before this module's first line): the store's
-// modules and better-sqlite3 are ~25 ms of CPU, which a thread starting under load otherwise spent at the
-// event loop's priority, on its core.
+// Imported once the priority is down (lowerThreadPriority says why).
 const { SqliteLogStore } = await import('./log-store.js');
 const store = new SqliteLogStore(path, options);
 
