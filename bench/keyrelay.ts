@@ -60,17 +60,25 @@ export async function keyrelayCli(env: Record<string, string>, args: string[]): 
   return stdout;
 }
 
-/** A user and its key in `dataDir`; `limits` are `keys limits` flags for the key, e.g. ['--tpm', '1000']. */
-export async function createBenchKey(dataDir: string, limits: string[] = []): Promise<string> {
+/**
+ * A user and its key in `dataDir`; `limits` are `keys limits` flags for the key, e.g. ['--tpm', '1000'].
+ * `build`: another checkout's build (KeyrelayStart.build), whose schema the data dir then holds.
+ */
+export async function createBenchKey(
+  dataDir: string,
+  limits: string[] = [],
+  build?: string,
+): Promise<string> {
+  const main = build ? join(build, 'dist/src/cli/main.js') : MAIN;
   // `users create` refuses a data dir without keyrelay's schema (only serve and migrate create one).
-  await run(process.execPath, [MAIN, 'migrate'], {
+  await run(process.execPath, [main, 'migrate'], {
     cwd: ROOT,
     env: cleanEnv({ KEYRELAY_DATA_DIR: dataDir, KEYRELAY_LOG_LEVEL: 'warn' }),
   });
   const { stdout } = await run(
     process.execPath,
     [
-      MAIN,
+      main,
       'users',
       'create',
       '--email',
@@ -85,7 +93,7 @@ export async function createBenchKey(dataDir: string, limits: string[] = []): Pr
   const key = parsed.key?.key;
   if (!key) throw new Error(`users create printed no key: ${stdout.slice(0, 300)}`);
   if (limits.length > 0)
-    await run(process.execPath, [MAIN, 'keys', 'limits', key, ...limits], {
+    await run(process.execPath, [main, 'keys', 'limits', key, ...limits], {
       cwd: ROOT,
       env: cleanEnv({ KEYRELAY_DATA_DIR: dataDir, KEYRELAY_LOG_LEVEL: 'warn' }),
     });

@@ -46,12 +46,17 @@ export interface Options {
   node: string;
   /** Extra node flags for keyrelay (--node-flag, repeatable), e.g. --max-semi-space-size=4. */
   nodeFlags: string[];
+  /**
+   * Another checkout with keyrelay built in its dist/ (--baseline DIR): run as the "kr baseline" column beside
+   * this one, as shipped, so a change is measured before and after in one run on the same machine.
+   */
+  baseline: string | null;
   /** Extra environment for both keyrelay processes (--env NAME=VALUE, repeatable). */
   env: Record<string, string>;
   out: string | null;
 }
 
-const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--no-limits-column] [--otel] [--ws] [--views] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--out FILE]
+const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--streams A,B] [--no-build] [--no-keyrelay] [--no-stages] [--stages-only] [--profile] [--no-pin] [--no-fts-column] [--no-limits-column] [--otel] [--ws] [--views] [--nice] [--node PATH] [--node-flag F] [--env N=V] [--baseline DIR] [--out FILE]
   --quick        one repetition of short runs (~2 min with the two 33 s idle waits)
   --reps N       repetitions per measurement (median reported; default 3)
   --rates A,B    fixed request rates of the open-loop latency steps (default 2000)
@@ -75,6 +80,8 @@ const HELP = `usage: npm run bench -- [--quick] [--reps N] [--rates A,B] [--stre
   --node PATH    node binary for both proxies, e.g. /opt/node24/node_modules/node/bin/node
   --node-flag F  extra node flag for keyrelay, e.g. --node-flag --max-semi-space-size=4 (repeatable)
   --env N=V      extra environment for keyrelay, e.g. --env KEYRELAY_REQUEST_LOG=false (repeatable)
+  --baseline DIR  a "kr baseline" column: keyrelay built in another checkout, e.g. the commit before a
+                 change: git worktree add /tmp/base HEAD~1 && cd /tmp/base && npm ci && npm run build
   --out FILE     JSON output path (default bench/results/<timestamp>.json)`;
 
 export function parseOptions(argv: string[]): Options {
@@ -110,6 +117,7 @@ export function parseOptions(argv: string[]): Options {
     env: {},
     node: process.execPath,
     nodeFlags: [],
+    baseline: null,
     out: null,
   };
   for (let i = 0; i < argv.length; i += 1) {
@@ -123,6 +131,7 @@ export function parseOptions(argv: string[]): Options {
     else if (a === '--no-pin') o.pin = false;
     else if (a === '--node' && argv[i + 1]) o.node = argv[++i]!;
     else if (a === '--node-flag' && argv[i + 1]?.startsWith('--')) o.nodeFlags.push(argv[++i]!);
+    else if (a === '--baseline' && argv[i + 1]) o.baseline = argv[++i]!;
     else if (a === '--no-stages') o.stages = false;
     else if (a === '--stages-only') o.stagesOnly = true;
     else if (a === '--ws') o.ws = true;

@@ -22,6 +22,7 @@ const COLUMNS: SubjectId[] = [
   'keyrelay_nosearch',
   'keyrelay_limits',
   'keyrelay_otel',
+  'keyrelay_baseline',
 ];
 const HEAD: Record<SubjectId, string> = {
   direct: 'direct',
@@ -32,6 +33,7 @@ const HEAD: Record<SubjectId, string> = {
   keyrelay_nosearch: 'kr no-FTS',
   keyrelay_limits: 'kr limits',
   keyrelay_otel: 'kr otel',
+  keyrelay_baseline: 'kr baseline',
 };
 
 export function aggregate(raw: Raw): Results {
@@ -399,19 +401,17 @@ export function renderTargetTable(r: Results, pinned: boolean): string {
     what: string,
   ): void => {
     const bare = v(scenario, 'bare', field);
-    const off = v(scenario, 'keyrelay_nolog', field);
-    if (off === null) return;
-    const x = kind === 'ratio' ? ratio(off, bare) : diff(off, bare);
-    rows.push([
-      `  the same, request log off`,
-      bare,
-      off,
-      kind === 'ratio' ? '×' : '+ms',
-      x,
-      '(measured)',
-      '',
-    ]);
-    noLogChecks.push(`${what} ${verdict(x, op, limit).toLowerCase()}`);
+    const variant = (id: SubjectId): number | null => {
+      const x = v(scenario, id, field);
+      if (x === null) return null;
+      const against = kind === 'ratio' ? ratio(x, bare) : diff(x, bare);
+      const label = id === 'keyrelay_nolog' ? 'request log off' : 'kr baseline (--baseline)';
+      rows.push([`  the same, ${label}`, bare, x, kind === 'ratio' ? '×' : '+ms', against, '(measured)', '']);
+      return against;
+    };
+    const off = variant('keyrelay_nolog');
+    variant('keyrelay_baseline');
+    if (off !== null) noLogChecks.push(`${what} ${verdict(off, op, limit).toLowerCase()}`);
   };
   add(
     'max throughput, 64 conns (rps)',
@@ -478,6 +478,17 @@ export function renderTargetTable(r: Results, pinned: boolean): string {
     100,
     ' MB',
   );
+  const baselineIdle = v('memory', 'keyrelay_baseline', 'rss_idle_mb');
+  if (baselineIdle !== null)
+    rows.push([
+      '  the same, kr baseline (--baseline)',
+      null,
+      baselineIdle,
+      '',
+      baselineIdle,
+      '(measured)',
+      '',
+    ]);
   add(
     'RSS with 1,000 open streams (MB)',
     v('memory', 'bare', 'rss_streams_mb'),

@@ -21,7 +21,8 @@ export type SubjectId =
   | 'keyrelay_nobody'
   | 'keyrelay_nosearch'
   | 'keyrelay_limits'
-  | 'keyrelay_otel';
+  | 'keyrelay_otel'
+  | 'keyrelay_baseline';
 
 /** One column of the table: where requests go and which process's CPU and memory count. */
 export interface Subject {

@@ -107,6 +107,7 @@ export async function startAll(
         // settling a key's limits costs each request, beside the same keyrelay with a key without limits.
         ['keyrelay_limits', true, {}, LIMITED_KEY],
       ];
+      if (opts.baseline) columns.push(['keyrelay_baseline', true, {}, []]);
       if (sink)
         columns.push([
           'keyrelay_otel',
@@ -120,8 +121,10 @@ export async function startAll(
         const dataDir = join(tmp, id);
         mkdirSync(dataDir);
         dataDirs[id] = dataDir;
-        const key = await createBenchKey(dataDir, limits);
+        const build = id === 'keyrelay_baseline' ? (opts.baseline ?? undefined) : undefined;
+        const key = await createBenchKey(dataDir, limits, build);
         const kr = await startKeyrelay({
+          build,
           dataDir,
           upstream: upOrigin,
           requestLog,
@@ -141,8 +144,8 @@ export async function startAll(
             id,
             makeTarget(id, `http://127.0.0.1:${kr.port}`, '/api/proxy', key),
             kr,
-            id === 'keyrelay',
-            id === 'keyrelay' || id === 'keyrelay_nolog',
+            id === 'keyrelay' || id === 'keyrelay_baseline',
+            id === 'keyrelay' || id === 'keyrelay_nolog' || id === 'keyrelay_baseline',
           ),
         );
       }
