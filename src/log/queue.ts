@@ -35,13 +35,12 @@ export const LOG_QUEUE_OPTIONS: Readonly<LogQueueOptions> = Object.freeze({
   batchSize: 500,
   batchBodyChars: LOG_BATCH_BODY_CHARS,
   /**
-   * A row waits at most this long, and a crash loses about this much. Short, so batches stay small under
-   * steady load: a batch's hand-over (encoding and cloning its rows, ~10 µs a row) runs on the event loop in
-   * one piece, and its insert on the writer, on the same core. At 2,000 requests/s, 100 ms made batches of
-   * ~200 rows and put ~2 ms more in the proxy's p99 than 10 ms (`bench/gc-tail.ts`). Under saturation a
-   * batch still grows while the one before is written, but less: measured −6 % to +4 % of max throughput.
+   * A row waits at most this long, and a crash loses about this much. A commit costs the writer the same
+   * ~0.3–0.5 ms whatever a batch holds (bench/batch-size.ts: 46 µs a row in transactions of 35, 35 µs of 100):
+   * every 10 ms that was ~5 % of a saturated core. A large batch does not hold the event loop: the SQLite
+   * writer takes it over in parts (sqlite/log-writer.ts).
    */
-  flushMs: 10,
+  flushMs: 50,
   /** ~100 MB of rows without bodies: minutes of a store outage at a busy instance's rate. */
   maxRows: 100_000,
   /** 256 Mi characters (~0.5 GB of heap) of queued bodies; past it rows queue without them. */

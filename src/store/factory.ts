@@ -12,9 +12,9 @@ import { LOG_BATCH_BODY_CHARS, type ConfigStore, type LogStore } from './types.j
 export interface LogWriter {
   insertBatch: LogStore['insertBatch'];
   /**
-   * A budget's spend so far, read in line with the writes: it counts exactly the batches handed over before
-   * it. The limits count what they record while it loads, so a read that waited elsewhere (behind console
-   * queries on SQLite's reader) while the writer wrote those rows counted them twice.
+   * A budget's spend so far, read in line with the writes: it counts exactly the batches whose last part was
+   * handed over before it. The limits count what they record while it loads, so a read that waited elsewhere
+   * (behind console queries on SQLite's reader) while the writer wrote those rows counted them twice.
    */
   spendSince: LogStore['spendSince'];
   /** Spend kept without rows (the request log off), in line with the writes too. */

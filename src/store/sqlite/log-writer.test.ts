@@ -7,6 +7,7 @@ import { makeLogRow } from '../../../test/helpers/log-rows.js';
 import { threadNices } from '../../../test/helpers/thread-nices.js';
 import { SqliteLogStore, encodeRows } from './log-store.js';
 import { SqliteLogWriter } from './log-writer.js';
+import { SqliteWriterStore } from './log-writer-store.js';
 
 let dir: string;
 let store: SqliteLogStore;
@@ -79,6 +80,35 @@ describe('SqliteLogWriter', () => {
     expect(r).toEqual({ inserted: 2, rejected: 4 });
     expect(await store.count()).toBe(2);
     await writer.close();
+  });
+
+  it('writes a batch handed over in parts whole, counting a poison row in any part', async () => {
+    const writer = new SqliteLogWriter(join(dir, 'requests.db'));
+    const rows = Array.from({ length: 120 }, (_, i) => makeLogRow({ at: Date.now() + i }));
+    const poison = (i: number, column: string, value: unknown) =>
+      (rows[i] = { ...rows[i]!, [column]: value });
+    poison(3, 'outcome', 'exploded');
+    poison(118, 'provider', 'Not a provider!');
+    expect(await writer.insertBatch(rows)).toEqual({ inserted: 118, rejected: 2 });
+    expect(await store.count()).toBe(118);
+    await writer.close();
+  });
+
+  it('refuses a batch whose first parts did not reach the thread that writes it, and writes none of it', async () => {
+    // What a worker started between the parts of a batch sees: the queue keeps the batch and sends it again.
+    const rows = Array.from({ length: 30 }, (_, i) => makeLogRow({ at: Date.now() + i }));
+    const { encoded } = encodeRows(rows);
+    const writerStore = new SqliteWriterStore(join(dir, 'requests.db'));
+    writerStore.stageEncoded(1, encoded.slice(0, 10));
+    writerStore.stageEncoded(1, encoded.slice(10, 20));
+    expect(() => writerStore.insertStaged(2, 20, encoded.slice(20), 0)).toThrow(/0 of its 20 staged rows/);
+    expect(() => writerStore.insertStaged(1, 20, encoded.slice(20), 0)).toThrow(/0 of its 20 staged rows/);
+    expect(await store.count()).toBe(0);
+    writerStore.stageEncoded(3, encoded.slice(0, 10));
+    writerStore.stageEncoded(3, encoded.slice(10, 20));
+    expect(writerStore.insertStaged(3, 20, encoded.slice(20), 1)).toEqual({ inserted: 30, rejected: 1 });
+    expect(await store.count()).toBe(30);
+    await writerStore.close();
   });
 
   it('sends each row as a dense array, which the structured clone copies in its fast form', () => {
