@@ -55,6 +55,12 @@ export interface RunningServer {
    * WebSockets) and HTTP requests and upgrades received so far.
    */
   traffic: () => { inFlight: number; arrived: number };
+  /**
+   * Resolves once the exchanges in flight now have queued their log rows. A row is queued just after the
+   * response's last byte, so a caller that has read a whole response and flushes the queue at once can be
+   * a moment early: tests wait for this first.
+   */
+  settled: () => Promise<void>;
   /** The live services, for the CLI-less paths of tests and tools. */
   services: {
     configStore: ConfigStore;
@@ -183,6 +189,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
   let draining = false;
   const inflight = new Set<() => void>();
   const active = new Set<Promise<void>>();
+  const settled = (): Promise<void> => Promise.allSettled([...active]).then(() => {});
   const keys = new KeyVerifier(configStore, config.keyCacheTtlMs ?? KEY_CACHE_TTL_MS, bus, Date.now, (ok) =>
     metrics.storeUp.set({ store: 'config' }, ok ? 1 : 0),
   );
@@ -299,7 +306,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
       clearInterval(sweep);
       clearTimeout(deadline);
       // Cut exchanges finish their bookkeeping on later ticks; their rows must be queued before the flush.
-      await Promise.allSettled([...active]);
+      await settled();
       retention.stop();
       await rollupFill.stop();
       await alerts.stop();
@@ -335,6 +342,7 @@ export async function startServer(configured: Readonly<Config>): Promise<Running
     publicUrl: config.publicUrl,
     stop,
     traffic: () => ({ inFlight: active.size + (sockets?.openSockets ?? 0), arrived }),
+    settled,
     services: { configStore, logStore, bus, queue, keys, lastUsed, limits, metrics, alerts },
   };
 }

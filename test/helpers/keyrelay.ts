@@ -56,6 +56,9 @@ export async function startHarness(env: Record<string, string> = {}, tuning: Tun
       return { key: key.key, keyId: key.view.id, accountId: account.id };
     },
     async flushLog() {
+      // The rows of the responses read so far may be a moment from the queue (RunningServer.settled); a
+      // stream the test still holds open is waited for too.
+      await kr.settled();
       await queue.flush();
     },
     async close() {
