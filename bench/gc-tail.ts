@@ -8,6 +8,7 @@
  * isolate over the step on the same clock: a slow run that starts with a mark-compact was the collection's.
  *
  *   nice -n -15 taskset -c 0 npx tsx bench/gc-tail.ts [keyrelay|nolog|bare] [--rate R] [--secs S] [--flag F]
+ *     [--quiet S]
  *
  * Run `npm run build` first: keyrelay is started from dist/, as `npm run bench` starts it.
  */
@@ -22,11 +23,14 @@ import { createBenchKey, startKeyrelay } from './keyrelay.js';
 import { startBenchServer, useScriptDir } from './processes.js';
 import { BODIES } from './protocol.js';
 
-const HELP = `usage: npx tsx bench/gc-tail.ts [keyrelay|nolog|bare] [--rate R] [--secs S] [--flag F]
+const HELP = `usage: npx tsx bench/gc-tail.ts [keyrelay|nolog|bare] [--rate R] [--secs S] [--flag F] [--quiet S]
   keyrelay   keyrelay as shipped (default); nolog: KEYRELAY_REQUEST_LOG=false; bare: bench/bare-proxy.ts
   --rate R   requests/s of the open loop (default 2000)
   --secs S   length of the measured step (default 10)
-  --flag F   an extra node flag for the proxy, e.g. --flag --single-threaded-gc (repeatable)`;
+  --flag F   an extra node flag for the proxy, e.g. --flag --single-threaded-gc (repeatable)
+  --quiet S  seconds without traffic between the warm-up and the step (default 1): past 30, keyrelay's
+             upstream connections close, its cached keys lapse and its idle collection runs, as for traffic
+             that resumes after a pause (docs/performance.md)`;
 
 /** Warm-up: enough connections and JIT that the step's first second is not the process's first load. */
 const WARM_MS = 2000;
@@ -39,16 +43,18 @@ interface Opts {
   rate: number;
   secs: number;
   flags: string[];
+  quietSecs: number;
 }
 
 function parse(argv: string[]): Opts {
-  const o: Opts = { target: 'keyrelay', rate: 2000, secs: 10, flags: [] };
+  const o: Opts = { target: 'keyrelay', rate: 2000, secs: 10, flags: [], quietSecs: 1 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === 'keyrelay' || a === 'nolog' || a === 'bare') o.target = a;
     else if (a === '--rate' && Number(argv[i + 1]) > 0) o.rate = Number(argv[++i]);
     else if (a === '--secs' && Number(argv[i + 1]) > 0) o.secs = Number(argv[++i]);
     else if (a === '--flag' && argv[i + 1]?.startsWith('--')) o.flags.push(argv[++i]!);
+    else if (a === '--quiet' && Number(argv[i + 1]) >= 0) o.quietSecs = Number(argv[++i]);
     else {
       console.log(HELP);
       process.exit(a === '--help' ? 0 : 2);
@@ -182,7 +188,7 @@ async function main(): Promise<void> {
         while (performance.now() < warmEnd) await once();
       }),
     );
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, o.quietSecs * 1000));
 
     const total = Math.round(o.rate * o.secs);
     const interval = 1000 / o.rate;
@@ -210,7 +216,8 @@ async function main(): Promise<void> {
     const sorted = Float64Array.from(latency).sort();
     const p99 = pct(sorted, 0.99);
     console.log(
-      `${o.target}${o.flags.length ? ` ${o.flags.join(' ')}` : ''}, ${o.rate} requests/s for ${o.secs} s: ` +
+      `${o.target}${o.flags.length ? ` ${o.flags.join(' ')}` : ''}, ${o.rate} requests/s for ${o.secs} s ` +
+        `after ${o.quietSecs} s quiet: ` +
         `p50 ${pct(sorted, 0.5).toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, max ${sorted.at(-1)!.toFixed(2)} ms`,
     );
     const perSecond: string[] = [];
