@@ -208,6 +208,26 @@ describe.each([sqlite(), postgres()])('request-log search on $name', (backend) =
     expect(ids(next.items)).toEqual(want.slice(1, 2));
     await open({ search: true });
   });
+
+  it('without the index, a search that fills its page early leaves the reads current', async () => {
+    const acct = `acct-${newId()}`;
+    const reader = await open({ search: false });
+    const writer = await open({ search: false });
+    const t = Date.parse('2026-07-02T00:00:00.000Z');
+    await writer.insertBatch(
+      Array.from({ length: 6 }, (_, i) =>
+        makeLogRow({ account_id: acct, at: t + i, request_body: body('heron') }),
+      ),
+    );
+    const page = await reader.listRequests({ account_id: acct, search: 'heron' }, { limit: 2 });
+    expect(page.items).toHaveLength(2);
+    const later = makeLogRow({ account_id: acct, at: t + 100 });
+    await writer.insertBatch([later]);
+    // The reader's connection took no snapshot along with the page: the row written since is there.
+    expect(await reader.getRequest(acct, later.id)).not.toBeNull();
+    expect((await reader.listRequests({ account_id: acct }, { limit: 1 })).items[0]?.id).toBe(later.id);
+    await open({ search: true });
+  });
 });
 
 describe('openStores', () => {

@@ -53,6 +53,23 @@ describe(`SQLite driver seam on this Node (${defaultSqliteDriver()})`, () => {
     expect(Object.getPrototypeOf(iterated[0])).toBe(Object.prototype);
   });
 
+  it('ends a read left early: an iteration broken off holds no snapshot, and its statement runs again', () => {
+    db.exec('PRAGMA journal_mode = WAL');
+    const ins = db.prepare('INSERT INTO t (id, n) VALUES (?, ?)');
+    ins.run('a', 1);
+    ins.run('b', 2);
+    const scan = db.prepare<[], { id: string }>('SELECT id FROM t ORDER BY id');
+    for (const row of scan.iterate()) if (row.id === 'a') break;
+    const other = openConnection(join(dir, 't.db'));
+    try {
+      other.prepare('INSERT INTO t (id, n) VALUES (?, ?)').run('c', 3);
+    } finally {
+      other.close();
+    }
+    expect(count()).toBe(3);
+    expect([...scan.iterate()].map((r) => r.id)).toEqual(['a', 'b', 'c']);
+  });
+
   it("names constraint failures with better-sqlite3's codes on either driver", () => {
     const ins = db.prepare('INSERT INTO t (id, n, u) VALUES (?, ?, ?)');
     ins.run('a', 1, 'x');

@@ -182,13 +182,21 @@ function call<T>(f: () => T): T {
 
 const plain = (row: Record<string, unknown> | undefined) => (row === undefined ? undefined : { ...row });
 
+/**
+ * A loop that stops early must end node:sqlite's own iterator too: until it does, its statement stays mid-step
+ * and holds the connection's read snapshot, so that connection reads what was committed before it began.
+ */
 function* plainRows(
   it: IterableIterator<Record<string, unknown>>,
 ): IterableIterator<Record<string, unknown>> {
-  for (;;) {
-    const next = call(() => it.next());
-    if (next.done) return;
-    yield { ...next.value };
+  try {
+    for (;;) {
+      const next = call(() => it.next());
+      if (next.done) return;
+      yield { ...next.value };
+    }
+  } finally {
+    it.return?.();
   }
 }
 
