@@ -68,6 +68,30 @@ describe('SqliteLogThread', () => {
     await store.close();
   });
 
+  it('finds a batch by its output file once the write that linked it was handed over, whichever thread is quicker', async () => {
+    const store = new SqliteLogThread(path);
+    await store.migrate();
+    try {
+      await store.count(); // the reading thread is up; the writing thread starts with the next write
+      const linked = store.upsertBatch({
+        provider: 'openai',
+        batch_id: 'batch_1',
+        key_id: 'key-1',
+        account_id: 'acct-1',
+        at: new Date().toISOString(),
+        created_here: false,
+        status: 'completed',
+        request_counts: {},
+        output_file_id: 'file-out-1',
+      });
+      const found = await store.batchByOutputFile('acct-1', 'openai', 'file-out-1');
+      await linked;
+      expect(found?.batch_id).toBe('batch_1');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('lets an idle worker exit and starts a new one for the next call', async () => {
     const store = new SqliteLogThread(path, { idleMs: 50 });
     await store.migrate();

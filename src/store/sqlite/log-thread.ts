@@ -4,7 +4,8 @@
  * a month of 1,000,000 rows (2.3 s) or an hourly prune stopped every proxied request until it returned.
  * Reads run on one thread at the lowest priority, beside the log writer's connection (WAL: a reader blocks no
  * writer); the prune, the batch ledger and the rollup's fill write on another, at the writer's priority, as
- * they hold SQLite's one write lock while they run. A budget's spend is read on the writer's worker instead
+ * they hold SQLite's one write lock while they run (the ledger's lookup by output file too, so that it sees
+ * every write handed over before it). A budget's spend is read on the writer's worker instead
  * (factory.ts, LogWriter.spendSince). Migrating stays on the caller's thread, at start.
  */
 import type {
@@ -157,8 +158,10 @@ export class SqliteLogThread implements LogStore {
     return this.write('fillUsageRollup');
   }
   upsertBatch: BatchStore['upsertBatch'] = (b) => this.write('upsertBatch', b);
+  // On the writing thread, behind the writes handed over before it: a poll's record of the batch is written
+  // after the poll was answered, and the download that follows must find it whatever the reading thread's pace.
   batchByOutputFile: BatchStore['batchByOutputFile'] = (accountId, provider, fileId) =>
-    this.call('batchByOutputFile', accountId, provider, fileId);
+    this.write('batchByOutputFile', accountId, provider, fileId);
   claimBatchResults: BatchStore['claimBatchResults'] = (c) => this.write('claimBatchResults', c);
   listBatches: BatchStore['listBatches'] = (accountId, limit) => this.call('listBatches', accountId, limit);
 }
