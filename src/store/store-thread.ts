@@ -7,7 +7,7 @@
  *
  * The worker starts on the first call and exits after `idleMs` without one; the next call starts another.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, stat } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
@@ -84,6 +84,19 @@ function fromWire(e: WireError): Error {
   return Object.assign(new Error(e.message), { code: e.code });
 }
 
+/**
+ * libuv's thread pool (fs, dns.lookup, zlib, crypto) is created by the first thread that queues work on it,
+ * and on Linux its threads take that thread's nice value. Were a lowered worker first (a PostgreSQL reader
+ * resolving its host), the event loop's lookups and decompression would run at nice 19 for the process's
+ * life: a stat queued from the starting thread first creates the pool at its priority.
+ */
+let poolStarted = false;
+function startThreadPoolHere(path: string): void {
+  if (poolStarted) return;
+  poolStarted = true;
+  stat(path, () => {});
+}
+
 export class StoreThread {
   private current: Running | null = null;
   private seq = 0;
@@ -107,6 +120,7 @@ export class StoreThread {
 
   private start(): Running {
     const js = new URL(`${this.opts.module.href}.js`);
+    startThreadPoolHere(fileURLToPath(js));
     const options = { workerData: this.opts.workerData, resourceLimits: this.opts.resourceLimits };
     const worker = existsSync(fileURLToPath(js))
       ? new Worker(js, options)
