@@ -197,7 +197,13 @@ describe('API tokens in the console (Chromium)', () => {
       for (const f of await screenshotBothWidths(page, 'settings-api-tokens'))
         copyFileSync(f, `/tmp/ins/shots/${basename(f)}`);
       await page.getByRole('button', { name: 'Revoke weekly report' }).click();
-      await page.getByRole('table', { name: 'API tokens' }).getByText('Revoked').first().waitFor();
+      // This token's row: the account's tokens revoked by the tests above say "Revoked" already.
+      await page
+        .getByRole('table', { name: 'API tokens' })
+        .getByRole('row')
+        .filter({ hasText: 'weekly report' })
+        .getByText('Revoked')
+        .waitFor();
       expect((await call('GET', '/requests?limit=1', { token: secret })).code).toBe('token_invalid');
     } finally {
       await browser.close();
