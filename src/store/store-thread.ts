@@ -120,9 +120,10 @@ export class StoreThread {
 
   private start(): Running {
     const js = new URL(`${this.opts.module.href}.js`);
-    startThreadPoolHere(fileURLToPath(js));
+    const jsPath = fileURLToPath(js);
+    startThreadPoolHere(jsPath);
     const options = { workerData: this.opts.workerData, resourceLimits: this.opts.resourceLimits };
-    const worker = existsSync(fileURLToPath(js))
+    const worker = existsSync(jsPath)
       ? new Worker(js, options)
       : // From source (tsx, vitest) the worker is TypeScript. Node 20 applies no --import hooks inside a
         // worker, so it registers tsx's loader itself before importing the module.
