@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { openConnection } from '../src/store/sqlite/driver.js';
-import { START_FLAGS } from '../test/helpers/process.js';
+import { START_ENV, START_FLAGS } from '../test/helpers/process.js';
 import { freePort, startProcess, type Child } from './processes.js';
 
 const run = promisify(execFile);
@@ -121,6 +121,7 @@ export interface KeyrelayStart {
 export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
   const port = await freePort();
   const env = cleanEnv({
+    ...START_ENV,
     KEYRELAY_HOST: '127.0.0.1',
     KEYRELAY_PORT: String(port),
     KEYRELAY_DATA_DIR: o.dataDir,
@@ -131,7 +132,7 @@ export async function startKeyrelay(o: KeyrelayStart): Promise<Child> {
     ...o.env,
     ...(o.requestLog ? {} : { KEYRELAY_REQUEST_LOG: 'false' }),
   });
-  // As shipped: `npm start`'s node flags first (package.json), then the bench's own.
+  // As shipped: `npm start`'s variables and node flags (package.json), then the bench's own.
   const nodeArgs = [
     ...START_FLAGS,
     ...(o.nodeFlags ?? []),

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, unknownVariables } from './config.js';
+import { ConfigError, loadConfig, mallocVariables, unknownVariables } from './config.js';
 
 describe('loadConfig', () => {
   it('gives the documented defaults', () => {
@@ -103,6 +103,17 @@ describe('loadConfig', () => {
         HOME: '/root',
       }),
     ).toEqual(['KEYRELAY_LOG_FLUSH_MS', 'KEYRELAY_PROT']);
+  });
+
+  it("passes on glibc malloc's variables and no others", () => {
+    expect(
+      mallocVariables({
+        MALLOC_TRIM_THRESHOLD_: '131072',
+        GLIBC_TUNABLES: 'glibc.malloc.arena_max=2',
+        KEYRELAY_PORT: '1',
+        HOME: '/root',
+      }),
+    ).toEqual({ MALLOC_TRIM_THRESHOLD_: '131072', GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' });
   });
 
   it('lets flags override the environment and derives secure cookies from an https public URL', () => {

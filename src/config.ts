@@ -93,6 +93,15 @@ export function unknownVariables(env: Record<string, string | undefined> = proce
     .sort();
 }
 
+/** glibc's malloc settings in the environment (MALLOC_*_, GLIBC_TUNABLES), judged by cli/memory.ts. */
+export function mallocVariables(
+  env: Record<string, string | undefined> = process.env,
+): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.entries(env).filter(([name]) => name.startsWith('MALLOC_') || name === 'GLIBC_TUNABLES'),
+  );
+}
+
 export type Env = z.input<typeof schema>;
 
 export interface Config {

@@ -847,6 +847,7 @@ const set = v8.setFlagsFromString;
 v8.setFlagsFromString = (flags) => { process.stderr.write('v8 flags: ' + flags + '\\n'); return set(flags); };
 require('node:module').syncBuiltinESMExports();
 process.stderr.write('exec argv: ' + process.execArgv.join(' ') + '\\n');
+process.stderr.write('malloc trim threshold: ' + process.env.MALLOC_TRIM_THRESHOLD_ + '\\n');
 `,
     );
     const kr = await startServeProcess({
@@ -861,6 +862,20 @@ process.stderr.write('exec argv: ' + process.execArgv.join(' ') + '\\n');
     expect(kr.output()).not.toMatch(/^v8 flags:/m);
     expect(kr.output()).toMatch(/^exec argv: .*--expose-gc/m);
     expect(kr.output()).toMatch(/^exec argv: .*--no-allocation-site-pretenuring/m);
+    // npm start's variable for glibc's malloc (src/cli/memory.ts), so serve has nothing to say about it.
+    expect(kr.output()).toMatch(/^malloc trim threshold: 131072$/m);
+    expect(kr.output()).not.toMatch(/glibc keeps freed memory/);
+  }, 60_000);
+
+  it("says at start that glibc keeps freed memory when started without npm start's variable", async () => {
+    const kr = await startServeProcess(env, { withoutStartEnv: true });
+    kr.child.kill('SIGTERM');
+    expect(await kr.exited, kr.output()).toBe(0);
+    const glibc = (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header
+      .glibcVersionRuntime;
+    // Off glibc there is nothing to say; this machine and CI's are Debian, so the line is expected here.
+    expect(glibc, 'glibc expected on this machine').toBeDefined();
+    expect(kr.output()).toMatch(/glibc keeps freed memory: MALLOC_TRIM_THRESHOLD_ is unset/);
   }, 60_000);
 
   it('names, once at start, the variables it no longer reads', async () => {

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqliteDriverFor } from '../src/node-support.js';
 import { SqliteLogStore } from '../src/store/sqlite/log-store.js';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/index.js';
-import { createUserWithKey, START_FLAGS, tunedServe } from './helpers/process.js';
+import { createUserWithKey, START_ENV, START_FLAGS, tunedServe } from './helpers/process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin/keyrelay.js');
@@ -44,7 +44,7 @@ interface Built {
 /** The built CLI (bin/keyrelay.js → dist/), as an installed keyrelay runs. */
 function startBuilt(args: string[], env: Record<string, string>, bin = true): Built {
   const argv = bin ? [BIN, ...args] : args;
-  const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ...START_ENV, ...env } });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));

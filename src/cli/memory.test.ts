@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exposedGc, startIdleReclaim } from './memory.js';
+import { exposedGc, mallocKeepsFreedMemory, startIdleReclaim } from './memory.js';
 
 /** vitest.config.ts starts test workers with --expose-gc, as `npm start` starts keyrelay. */
 function v8Gc() {
@@ -134,4 +134,20 @@ describe('the quiet spell', () => {
       reclaim.stop();
     }
   }, 20_000);
+});
+
+describe("glibc malloc's thresholds", () => {
+  it('keep freed memory on glibc unless a threshold is set by a variable or a tunable', () => {
+    expect(mallocKeepsFreedMemory({}, true)).toBe(true);
+    expect(mallocKeepsFreedMemory({}, false)).toBe(false);
+    expect(mallocKeepsFreedMemory({ MALLOC_TRIM_THRESHOLD_: '131072' }, true)).toBe(false);
+    expect(mallocKeepsFreedMemory({ MALLOC_MMAP_THRESHOLD_: '131072' }, true)).toBe(false);
+    expect(mallocKeepsFreedMemory({ GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=131072' }, true)).toBe(
+      false,
+    );
+    // Arenas are another setting: the thresholds still move.
+    expect(
+      mallocKeepsFreedMemory({ MALLOC_ARENA_MAX: '2', GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }, true),
+    ).toBe(true);
+  });
 });

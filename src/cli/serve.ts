@@ -1,8 +1,8 @@
 /** `keyrelay serve`: runs until SIGTERM/SIGINT, then stops gracefully (drain, flush, close) and exits 0. */
 import { resolve } from 'node:path';
-import { unknownVariables, type Config } from '../config.js';
+import { mallocVariables, unknownVariables, type Config } from '../config.js';
 import { isPretty } from '../logger.js';
-import { exposedGc, startIdleReclaim } from './memory.js';
+import { exposedGc, mallocKeepsFreedMemory, startIdleReclaim } from './memory.js';
 import { startServer, type RunningServer } from '../server.js';
 
 /**
@@ -52,6 +52,7 @@ const MOVED_VARIABLES: Readonly<Record<string, string>> = {
 };
 
 export async function serve(config: Readonly<Config>): Promise<number> {
+  const keepsFreedMemory = mallocKeepsFreedMemory(mallocVariables());
   const server = await startServer(config);
   const unknown = unknownVariables();
   const removed = unknown.filter((name) => REMOVED_VARIABLES.has(name));
@@ -75,6 +76,10 @@ export async function serve(config: Readonly<Config>): Promise<number> {
     : null;
   if (!gc)
     server.app.log.info('idle memory reclaim off: node was started without --expose-gc (npm start has it)');
+  if (keepsFreedMemory)
+    server.app.log.info(
+      'glibc keeps freed memory: MALLOC_TRIM_THRESHOLD_ is unset (npm start sets it; README, Node flags)',
+    );
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;

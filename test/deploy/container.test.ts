@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteLogStore } from '../../src/store/sqlite/log-store.js';
 import { Client } from '../console-harness.js';
+import { START_ENV, START_FLAGS } from '../helpers/process.js';
 import { startFakeAnthropic, startFakeOpenAI, type FakeUpstream } from '../fakes/index.js';
 import { IMAGE, ULIMITS, buildImage, freePort, podman, sleep } from './podman.js';
 import { callBoth } from './sdk-calls.js';
@@ -58,7 +59,7 @@ describe('container image', () => {
     console.log(`image built on ${built.base} in ${built.seconds.toFixed(0)} s`);
     const inspect = JSON.parse(await podman(['image', 'inspect', IMAGE])) as {
       Size: number;
-      Config: { User: string; Volumes: Record<string, unknown> };
+      Config: { User: string; Volumes: Record<string, unknown>; Env: string[]; Cmd: string[] };
       Healthcheck?: { Test: string[] };
     }[];
     const image = inspect[0]!;
@@ -66,6 +67,10 @@ describe('container image', () => {
     expect(image.Config.User).toBe('keyrelay');
     expect(Object.keys(image.Config.Volumes)).toEqual(['/data']);
     expect(image.Healthcheck?.Test.join(' ')).toMatch(/healthz/);
+    // keyrelay runs as `npm start` runs it: its variables and node flags.
+    for (const [variable, value] of Object.entries(START_ENV))
+      expect(image.Config.Env).toContain(`${variable}=${value}`);
+    expect(image.Config.Cmd).toEqual(['node', ...START_FLAGS, 'bin/keyrelay.js', 'serve']);
     const listing = await podman([
       'run',
       '--rm',

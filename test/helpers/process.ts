@@ -8,14 +8,18 @@ import type { Tuning } from './tuning.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ENTRY = ['--import', 'tsx', 'src/cli/main.ts'];
-/** The node flags `npm start` gives keyrelay serve (package.json), so tests run it as operators do. */
-export const START_FLAGS: string[] = [
-  ...(
-    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      scripts: { start: string };
-    }
-  ).scripts.start.matchAll(/\s(--[a-z-]+)(?=\s)/g),
-].map((m) => m[1]!);
+/** `npm start` (package.json): tests start keyrelay serve with its node flags and variables, as operators do. */
+const START = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    scripts: { start: string };
+  }
+).scripts.start;
+/** The node flags `npm start` gives keyrelay serve. */
+export const START_FLAGS: string[] = [...START.matchAll(/\s(--[a-z-]+)(?=\s)/g)].map((m) => m[1]!);
+/** The variables `npm start` sets before node (`NAME=value node …`), which serve is started with too. */
+export const START_ENV: Record<string, string> = Object.fromEntries(
+  [...START.match(/^(?:\w+=\S+\s+)*/)![0].matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]),
+);
 
 export interface CliResult {
   code: number | null;
@@ -83,6 +87,8 @@ export interface ServeOptions {
    * configuration one level deep: serve runs through test/helpers/serve-tuned.ts instead of the CLI.
    */
   tuning?: Tuning;
+  /** Leave out `npm start`'s variables (START_ENV), as `keyrelay serve` run another way would. */
+  withoutStartEnv?: boolean;
 }
 
 /** Node's arguments for `keyrelay serve` with internal values no variable sets (serve-tuned.ts). */
@@ -107,16 +113,16 @@ export async function startServeProcess(
       ? ['bin/keyrelay.js', 'serve']
       : [...ENTRY, 'serve'];
   const [command, ...args] = [...(opts.wrap ?? []), process.execPath, ...START_FLAGS, ...entry];
-  const child = spawn(command!, args, {
-    cwd: ROOT,
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...START_ENV,
+    KEYRELAY_PORT: '0',
+    ...env,
     // The "listening" line is logged at info: never start quieter than that.
-    env: {
-      ...process.env,
-      KEYRELAY_PORT: '0',
-      ...env,
-      KEYRELAY_LOG_LEVEL: env.KEYRELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info',
-    },
-  });
+    KEYRELAY_LOG_LEVEL: env.KEYRELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info',
+  };
+  if (opts.withoutStartEnv) for (const name of Object.keys(START_ENV)) delete childEnv[name];
+  const child = spawn(command!, args, { cwd: ROOT, env: childEnv });
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
