@@ -118,6 +118,35 @@ async function sql(query: string): Promise<string[][]> {
   return out === '' ? [] : out.split('\n').map((line) => line.split('\t'));
 }
 
+/**
+ * Waits until an instance's container can open a connection to each of its fake upstreams on this host
+ * (KEYRELAY_*_UPSTREAM, through host.containers.internal). On some machines (a gVisor sandbox with podman
+ * 4.3) a compose instance's connections to the host were lost for up to ~50 s after compose up, past
+ * keyrelay's connect timeout (10 s): its first call failed with proxy_upstream_timeout. A container started
+ * alone on a new network connected at once. This waits for the network, not for keyrelay.
+ */
+async function waitUpstreamsReachable(service: Instance): Promise<void> {
+  const probe =
+    'const urls = [process.env.KEYRELAY_OPENAI_UPSTREAM, process.env.KEYRELAY_ANTHROPIC_UPSTREAM].map((u) => new URL(u));' +
+    "Promise.all(urls.map((u) => new Promise((ok, fail) => { const s = require('node:net').connect(+u.port, u.hostname, () => { s.end(); ok(); });" +
+    " s.setTimeout(2000, () => { s.destroy(); fail(new Error('timeout')); }); s.on('error', fail); })))" +
+    '.then(() => process.exit(0), (e) => { console.error(e.message); process.exit(1); })';
+  const started = Date.now();
+  let last = '';
+  for (let attempt = 1; Date.now() - started < 120_000; attempt++) {
+    try {
+      await podman(['exec', container(service), 'node', '-e', probe], 10_000);
+      if (attempt > 1)
+        console.log(`${service} reached its upstreams after ${attempt} tries, ${Date.now() - started} ms`);
+      return;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(500);
+  }
+  throw new Error(`${service} could not reach its fake upstreams on this host: ${last.slice(0, 1000)}`);
+}
+
 /** Polls an instance's /readyz from inside its container: ready means its PostgreSQL and Redis are up. */
 async function waitInstanceReady(service: Instance): Promise<void> {
   const probe =
@@ -227,6 +256,7 @@ describe('compose.yaml', () => {
     await compose(['up', '-d']);
     for (const instance of INSTANCES) await waitInstanceReady(instance);
     console.log(`compose up and both instances ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    for (const instance of INSTANCES) await waitUpstreamsReachable(instance);
 
     // The services are the images asked for, on compose's network (not the host's).
     for (const service of ['postgres', 'redis', 'nginx']) {
