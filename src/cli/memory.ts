@@ -189,9 +189,9 @@ const MALLOC_THRESHOLD_TUNABLES = /glibc\.malloc\.(trim_threshold|top_pad|mmap_t
  * Whether malloc keeps memory an idle process could give back. Each time the process frees a large block
  * (one glibc had mapped on its own, 128 KiB or more), glibc raises its mmap threshold to that block's size
  * and keeps up to twice that free at the top of every thread's arena, for good, unless one of its thresholds
- * was set when the process started. Measured at the bench's idle step (33 s quiet after a few hundred requests):
- * 105–115 MB RSS without, 95–103 MB with MALLOC_TRIM_THRESHOLD_ at glibc's own default (131072), which
- * `npm start` and the container set; CPU per request at saturation the same (ten alternating runs).
+ * was set when the process started. Measured at the bench's idle step (33 s quiet after a few hundred
+ * requests): 105–115 MB RSS without, 95–103 MB with MALLOC_TRIM_THRESHOLD_ at glibc's own default (131072),
+ * which `npm start` and the container set; CPU per request at saturation the same (ten alternating runs).
  * False off glibc (musl, macOS), whose malloc does not do this. Called before the server opens its sockets
  * (glibcVersion).
  */
